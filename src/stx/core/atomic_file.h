@@ -1,0 +1,13 @@
+// stx/core/atomic_file.h — write a file under a temporary name, fsync, then rename, so a
+// reader never sees a half-written output (DESIGN.md "never a half-written output file").
+#pragma once
+#include <functional>
+#include <string>
+
+namespace stx {
+
+// Calls write(tmp_path) and, if it returns without throwing, fsyncs and renames tmp_path to
+// path. On any exception the temporary file is removed and the exception propagates.
+void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
+
+}  // namespace stx

@@ -1,0 +1,385 @@
+// stx/io/config_io.cpp — one table of keys drives YAML, --set, JSON and error messages.
+#include "stx/io/config_io.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "stx/core/error.h"
+
+namespace stx {
+namespace {
+
+// One config key: how to read it from text, how to write it as JSON, what is allowed.
+struct Key {
+  std::string name;     // "model.d_model"
+  std::string allowed;  // "a positive integer", "post | pre | deepnorm | post-init"
+  std::function<void(const std::string&)> set;
+  std::function<nlohmann::json()> get;
+};
+
+[[noreturn]] void bad_value(const std::string& key, const std::string& value, const std::string& allowed) {
+  throw InputError("config key '" + key + "': invalid value '" + value + "' (allowed: " + allowed + ")");
+}
+
+int64_t parse_int(const std::string& key, const std::string& s, const std::string& allowed) {
+  if (s.empty()) bad_value(key, s, allowed);
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') bad_value(key, s, allowed);
+  return v;
+}
+
+double parse_double(const std::string& key, const std::string& s, const std::string& allowed) {
+  if (s.empty()) bad_value(key, s, allowed);
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(v)) bad_value(key, s, allowed);
+  return v;
+}
+
+bool parse_bool(const std::string& key, const std::string& s) {
+  if (s == "true" || s == "True" || s == "yes" || s == "on" || s == "1") return true;
+  if (s == "false" || s == "False" || s == "no" || s == "off" || s == "0") return false;
+  bad_value(key, s, "true | false");
+}
+
+template <class E>
+struct EnumNames {
+  std::vector<std::pair<std::string, E>> names;
+  std::string allowed() const {
+    std::string a;
+    for (auto& [n, _] : names) a += (a.empty() ? "" : " | ") + n;
+    return a;
+  }
+  E parse(const std::string& key, const std::string& s) const {
+    for (auto& [n, e] : names)
+      if (n == s) return e;
+    bad_value(key, s, allowed());
+  }
+  std::string name(E e) const {
+    for (auto& [n, v] : names)
+      if (v == e) return n;
+    return "?";
+  }
+};
+
+const EnumNames<Arch> kArch{{{"encoder", Arch::Encoder}, {"decoder", Arch::Decoder}, {"encoder-decoder", Arch::EncoderDecoder}}};
+const EnumNames<Scheme> kScheme{{{"post", Scheme::Post}, {"pre", Scheme::Pre}, {"deepnorm", Scheme::DeepNorm}, {"post-init", Scheme::PostInit}}};
+const EnumNames<NormKind> kNorm{{{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RMSNorm}, {"none", NormKind::None}}};
+const EnumNames<Activation> kAct{{{"relu", Activation::ReLU}, {"gelu", Activation::GELU}}};
+const EnumNames<QKInit> kQK{{{"xavier", QKInit::Xavier}, {"zero", QKInit::Zero}}};
+const EnumNames<Positions> kPos{{{"sinusoidal", Positions::Sinusoidal}, {"learned", Positions::Learned}, {"none", Positions::None}}};
+const EnumNames<GammaInit> kGamma{{{"sigma", GammaInit::Sigma}, {"one", GammaInit::One}}};
+
+Key int_key(const std::string& name, int64_t& v) {
+  const std::string allowed = "an integer";
+  return {name, allowed, [&v, name, allowed](const std::string& s) { v = parse_int(name, s, allowed); },
+          [&v] { return nlohmann::json(v); }};
+}
+Key real_key(const std::string& name, double& v) {
+  const std::string allowed = "a finite number";
+  return {name, allowed, [&v, name, allowed](const std::string& s) { v = parse_double(name, s, allowed); },
+          [&v] { return nlohmann::json(v); }};
+}
+Key bool_key(const std::string& name, bool& v) {
+  return {name, "true | false", [&v, name](const std::string& s) { v = parse_bool(name, s); },
+          [&v] { return nlohmann::json(v); }};
+}
+template <class E>
+Key enum_key(const std::string& name, E& v, const EnumNames<E>& names) {
+  return {name, names.allowed(), [&v, name, &names](const std::string& s) { v = names.parse(name, s); },
+          [&v, &names] { return nlohmann::json(names.name(v)); }};
+}
+Key choice_key(const std::string& name, std::string& v, std::vector<std::string> choices) {
+  std::string allowed;
+  for (auto& c : choices) allowed += (allowed.empty() ? "" : " | ") + c;
+  return {name, allowed,
+          [&v, name, choices, allowed](const std::string& s) {
+            for (auto& c : choices)
+              if (c == s) { v = s; return; }
+            bad_value(name, s, allowed);
+          },
+          [&v] { return nlohmann::json(v); }};
+}
+Key string_key(const std::string& name, std::string& v) {
+  return {name, "a non-empty string",
+          [&v, name](const std::string& s) {
+            if (s.empty()) bad_value(name, s, "a non-empty string");
+            v = s;
+          },
+          [&v] { return nlohmann::json(v); }};
+}
+Key pair_key(const std::string& name, std::array<double, 2>& v) {
+  const std::string allowed = "two numbers, e.g. [0.9, 0.98]";
+  return {name, allowed,
+          [&v, name, allowed](const std::string& s) {
+            std::string t = s;
+            if (!t.empty() && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
+            auto comma = t.find(',');
+            if (comma == std::string::npos) bad_value(name, s, allowed);
+            auto trim = [](std::string x) {
+              x.erase(0, x.find_first_not_of(" \t"));
+              x.erase(x.find_last_not_of(" \t") + 1);
+              return x;
+            };
+            v[0] = parse_double(name, trim(t.substr(0, comma)), allowed);
+            v[1] = parse_double(name, trim(t.substr(comma + 1)), allowed);
+          },
+          [&v] { return nlohmann::json::array({v[0], v[1]}); }};
+}
+
+std::vector<Key> keys_of(Config& c) {
+  auto& m = c.model;
+  auto& t = c.train;
+  auto& d = c.data;
+  return {
+      enum_key("model.arch", m.arch, kArch),
+      int_key("model.vocab_size", m.vocab_size),
+      int_key("model.d_model", m.d_model),
+      int_key("model.n_heads", m.n_heads),
+      int_key("model.d_ff", m.d_ff),
+      int_key("model.encoder_layers", m.encoder_layers),
+      int_key("model.decoder_layers", m.decoder_layers),
+      enum_key("model.scheme", m.scheme, kScheme),
+      bool_key("model.sigma_reparam", m.sigma_reparam),
+      enum_key("model.gamma_init", m.gamma_init, kGamma),
+      enum_key("model.norm", m.norm, kNorm),
+      real_key("model.norm_eps", m.norm_eps),
+      enum_key("model.activation", m.activation, kAct),
+      enum_key("model.qk_init", m.qk_init, kQK),
+      bool_key("model.bias", m.bias),
+      bool_key("model.tie_embeddings", m.tie_embeddings),
+      enum_key("model.positions", m.positions, kPos),
+      bool_key("model.embed_scale", m.embed_scale),
+      real_key("model.dropout", m.dropout),
+      real_key("model.attention_dropout", m.attention_dropout),
+      int_key("model.max_len", m.max_len),
+      int_key("model.pad_id", m.pad_id),
+      choice_key("train.optimizer", t.optimizer, {"adam", "adamw", "sgd"}),
+      real_key("train.lr", t.lr),
+      pair_key("train.betas", t.betas),
+      real_key("train.eps", t.eps),
+      real_key("train.weight_decay", t.weight_decay),
+      real_key("train.momentum", t.momentum),
+      choice_key("train.schedule", t.schedule, {"inverse-sqrt", "cosine", "constant"}),
+      int_key("train.warmup_steps", t.warmup_steps),
+      int_key("train.max_steps", t.max_steps),
+      int_key("train.max_tokens", t.max_tokens),
+      real_key("train.clip_norm", t.clip_norm),
+      real_key("train.label_smoothing", t.label_smoothing),
+      int_key("train.log_every", t.log_every),
+      int_key("train.eval_every", t.eval_every),
+      int_key("train.checkpoint_every", t.checkpoint_every),
+      int_key("train.seed", t.seed),
+      bool_key("train.checkpoint_activations", t.checkpoint_activations),
+      choice_key("train.on_divergence", t.on_divergence, {"stop", "skip", "rollback"}),
+      choice_key("train.device", t.device, {"cpu", "cuda"}),
+      choice_key("data.task", d.task, {"translation", "lm"}),
+      string_key("data.corpus", d.corpus),
+      string_key("data.src_lang", d.src_lang),
+      string_key("data.tgt_lang", d.tgt_lang),
+      int_key("data.spm_vocab_size", d.spm_vocab_size),
+  };
+}
+
+const std::vector<std::string> kSections{"model", "train", "data"};
+
+std::string keys_in_section(const std::vector<Key>& keys, const std::string& section) {
+  std::string out;
+  for (auto& k : keys)
+    if (k.name.rfind(section + ".", 0) == 0) out += (out.empty() ? "" : ", ") + k.name.substr(section.size() + 1);
+  return out;
+}
+
+void set_key(Config& cfg, const std::string& name, const std::string& value) {
+  auto keys = keys_of(cfg);
+  for (auto& k : keys)
+    if (k.name == name) { k.set(value); return; }
+  auto dot = name.find('.');
+  std::string section = dot == std::string::npos ? name : name.substr(0, dot);
+  bool known_section = false;
+  for (auto& s : kSections) known_section |= s == section;
+  if (!known_section || dot == std::string::npos)
+    throw InputError("unknown config key '" + name + "' (keys are section.key with section one of: model, train, data)");
+  throw InputError("unknown config key '" + name + "' (allowed in " + section + ": " + keys_in_section(keys, section) + ")");
+}
+
+std::string yaml_scalar_text(const YAML::Node& n, const std::string& key) {
+  if (n.IsScalar()) return n.Scalar();
+  if (n.IsSequence()) {
+    std::string s;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->IsScalar()) throw InputError("config key '" + key + "': nested lists are not allowed");
+      s += (s.empty() ? "" : ",") + it->Scalar();
+    }
+    return s;
+  }
+  if (n.IsNull()) throw InputError("config key '" + key + "': missing value");
+  throw InputError("config key '" + key + "': expected a value, got a mapping");
+}
+
+}  // namespace
+
+std::string to_string(Arch v) { return kArch.name(v); }
+std::string to_string(Scheme v) { return kScheme.name(v); }
+std::string to_string(NormKind v) { return kNorm.name(v); }
+std::string to_string(Activation v) { return kAct.name(v); }
+std::string to_string(QKInit v) { return kQK.name(v); }
+std::string to_string(Positions v) { return kPos.name(v); }
+std::string to_string(GammaInit v) { return kGamma.name(v); }
+
+std::vector<std::string> config_keys() {
+  Config c;
+  std::vector<std::string> out;
+  for (auto& k : keys_of(c)) out.push_back(k.name);
+  return out;
+}
+
+Config load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot open config file '" + path + "'");
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw InputError("config file '" + path + "' is not valid YAML: " + e.msg + " (line " +
+                     std::to_string(e.mark.line + 1) + ")");
+  }
+  Config cfg;
+  if (root.IsNull()) return cfg;
+  if (!root.IsMap()) throw InputError("config file '" + path + "': expected sections model:, train:, data:");
+  for (auto sec = root.begin(); sec != root.end(); ++sec) {
+    const std::string section = sec->first.as<std::string>();
+    bool known = false;
+    for (auto& s : kSections) known |= s == section;
+    if (!known) throw InputError("config file '" + path + "': unknown section '" + section + "' (allowed: model, train, data)");
+    if (sec->second.IsNull()) continue;
+    if (!sec->second.IsMap()) throw InputError("config file '" + path + "': section '" + section + "' must be a mapping of key: value");
+    for (auto kv = sec->second.begin(); kv != sec->second.end(); ++kv) {
+      const std::string name = section + "." + kv->first.as<std::string>();
+      set_key(cfg, name, yaml_scalar_text(kv->second, name));
+    }
+  }
+  return cfg;
+}
+
+void apply_override(Config& cfg, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set '" + assignment + "': expected section.key=value, e.g. model.scheme=deepnorm");
+  set_key(cfg, assignment.substr(0, eq), assignment.substr(eq + 1));
+}
+
+Config resolve_config(const std::string& path, const std::vector<std::string>& overrides) {
+  Config cfg = path.empty() ? Config{} : load_config_file(path);
+  for (auto& o : overrides) apply_override(cfg, o);
+  validate(cfg);
+  return cfg;
+}
+
+void validate(const Config& c) {
+  auto fail = [](const std::string& key, const std::string& value, const std::string& why) {
+    throw InputError("config key '" + key + "': invalid value '" + value + "' (" + why + ")");
+  };
+  auto positive = [&](const std::string& key, int64_t v) {
+    if (v <= 0) fail(key, std::to_string(v), "must be a positive integer");
+  };
+  const auto& m = c.model;
+  positive("model.vocab_size", m.vocab_size);
+  positive("model.d_model", m.d_model);
+  positive("model.n_heads", m.n_heads);
+  positive("model.d_ff", m.d_ff);
+  positive("model.max_len", m.max_len);
+  if (m.has_encoder()) positive("model.encoder_layers", m.encoder_layers);
+  if (m.has_decoder()) positive("model.decoder_layers", m.decoder_layers);
+  if (m.encoder_layers < 0) fail("model.encoder_layers", std::to_string(m.encoder_layers), "must be ≥ 0");
+  if (m.decoder_layers < 0) fail("model.decoder_layers", std::to_string(m.decoder_layers), "must be ≥ 0");
+  if (m.d_model % m.n_heads != 0)
+    fail("model.n_heads", std::to_string(m.n_heads), "must divide model.d_model = " + std::to_string(m.d_model));
+  if (!(m.norm_eps >= 0)) fail("model.norm_eps", std::to_string(m.norm_eps), "must be ≥ 0");
+  if (m.dropout < 0 || m.dropout >= 1) fail("model.dropout", std::to_string(m.dropout), "must be in [0, 1)");
+  if (m.attention_dropout < 0 || m.attention_dropout >= 1)
+    fail("model.attention_dropout", std::to_string(m.attention_dropout), "must be in [0, 1)");
+  if (m.pad_id < -1 || m.pad_id >= m.vocab_size)
+    fail("model.pad_id", std::to_string(m.pad_id), "must be -1 (none) or a token id below model.vocab_size");
+  if (m.norm == NormKind::None && (m.scheme == Scheme::DeepNorm || m.scheme == Scheme::Pre))
+    fail("model.norm", "none", "scheme '" + to_string(m.scheme) +
+                                   "' needs a norm; norm: none is allowed with scheme post or post-init (e.g. with sigma_reparam)");
+  const auto& t = c.train;
+  if (!(t.lr > 0)) fail("train.lr", std::to_string(t.lr), "must be > 0");
+  for (int i = 0; i < 2; ++i)
+    if (t.betas[i] < 0 || t.betas[i] >= 1) fail("train.betas", std::to_string(t.betas[i]), "each must be in [0, 1)");
+  if (!(t.eps > 0)) fail("train.eps", std::to_string(t.eps), "must be > 0");
+  if (t.weight_decay < 0) fail("train.weight_decay", std::to_string(t.weight_decay), "must be ≥ 0");
+  if (t.momentum < 0 || t.momentum >= 1) fail("train.momentum", std::to_string(t.momentum), "must be in [0, 1)");
+  if (t.warmup_steps < 0) fail("train.warmup_steps", std::to_string(t.warmup_steps), "must be ≥ 0");
+  positive("train.max_steps", t.max_steps);
+  positive("train.max_tokens", t.max_tokens);
+  if (t.clip_norm < 0) fail("train.clip_norm", std::to_string(t.clip_norm), "must be ≥ 0 (0 disables clipping)");
+  if (t.label_smoothing < 0 || t.label_smoothing >= 1)
+    fail("train.label_smoothing", std::to_string(t.label_smoothing), "must be in [0, 1)");
+  positive("train.log_every", t.log_every);
+  positive("train.eval_every", t.eval_every);
+  positive("train.checkpoint_every", t.checkpoint_every);
+  if (c.data.spm_vocab_size <= 0) fail("data.spm_vocab_size", std::to_string(c.data.spm_vocab_size), "must be a positive integer");
+}
+
+nlohmann::json config_to_json(const Config& cfg) {
+  Config copy = cfg;
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& k : keys_of(copy)) {
+    auto dot = k.name.find('.');
+    j[k.name.substr(0, dot)][k.name.substr(dot + 1)] = k.get();
+  }
+  return j;
+}
+
+Config config_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw InputError("stored config is not a JSON object");
+  Config cfg;
+  for (auto& [section, body] : j.items()) {
+    if (!body.is_object()) throw InputError("stored config section '" + section + "' is not an object");
+    for (auto& [key, value] : body.items()) {
+      std::string text;
+      if (value.is_string()) text = value.get<std::string>();
+      else if (value.is_boolean()) text = value.get<bool>() ? "true" : "false";
+      else if (value.is_number_integer()) text = std::to_string(value.get<int64_t>());
+      else if (value.is_number()) {
+        std::ostringstream os;
+        os.precision(17);
+        os << value.get<double>();
+        text = os.str();
+      } else if (value.is_array() && value.size() == 2 && value[0].is_number() && value[1].is_number()) {
+        std::ostringstream os;
+        os.precision(17);
+        os << value[0].get<double>() << "," << value[1].get<double>();
+        text = os.str();
+      } else
+        throw InputError("stored config key '" + section + "." + key + "' has an unsupported JSON type");
+      set_key(cfg, section + "." + key, text);
+    }
+  }
+  validate(cfg);
+  return cfg;
+}
+
+std::string config_to_yaml(const Config& cfg) {
+  auto j = config_to_json(cfg);
+  std::ostringstream os;
+  for (auto& section : kSections) {
+    os << section << ":\n";
+    for (auto& [key, value] : j[section].items()) os << "  " << key << ": " << value.dump() << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace stx

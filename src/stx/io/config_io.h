@@ -1,0 +1,37 @@
+// stx/io/config_io.h — YAML config files, `--set section.key=value` overrides, the JSON form
+// stored in safetensors metadata, and validation. Every error is an InputError naming the key,
+// the value and what is allowed.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "stx/model/config.h"
+
+namespace stx {
+
+// Reads a YAML file with top-level sections model/train/data. Unknown sections or keys,
+// wrong types and out-of-range values are InputErrors. The result is validated.
+Config load_config_file(const std::string& path);
+
+// Applies one "section.key=value" override (the --set syntax). Does not validate.
+void apply_override(Config& cfg, const std::string& assignment);
+
+// Loads `path` (or defaults when empty), applies overrides in order, validates.
+Config resolve_config(const std::string& path, const std::vector<std::string>& overrides);
+
+// Checks sizes and combinations; throws InputError on the first problem.
+void validate(const Config& cfg);
+
+// The full config as nested JSON {"model":{…},"train":{…},"data":{…}} and back.
+nlohmann::json config_to_json(const Config& cfg);
+Config config_from_json(const nlohmann::json& j);
+
+// The same content as YAML text (for RUN/config.yaml).
+std::string config_to_yaml(const Config& cfg);
+
+// All keys, "section.key", in declaration order (for messages and docs).
+std::vector<std::string> config_keys();
+
+}  // namespace stx

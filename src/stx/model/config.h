@@ -1,0 +1,94 @@
+// stx/model/config.h — the resolved configuration: model, training and data sections, with
+// the key names of DESIGN.md. Loading, overrides and validation live in stx/io/config_io.h.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace stx {
+
+enum class Arch { Encoder, Decoder, EncoderDecoder };
+// post: x ← Norm(x + G(x)); pre: x ← x + G(Norm(x)) + final norm; deepnorm: x ← Norm(αx + G(x))
+// with β-scaled init (Wang et al. 2022); post-init: Post-LN with layer l's weights divided by
+// N−l+1 (DeepNet §3).
+enum class Scheme { Post, Pre, DeepNorm, PostInit };
+enum class NormKind { LayerNorm, RMSNorm, None };
+enum class Activation { ReLU, GELU };
+enum class QKInit { Xavier, Zero };
+enum class Positions { Sinusoidal, Learned, None };
+enum class GammaInit { Sigma, One };
+
+struct ModelConfig {
+  Arch arch = Arch::EncoderDecoder;
+  int64_t vocab_size = 8000;
+  int64_t d_model = 512;
+  int64_t n_heads = 8;
+  int64_t d_ff = 2048;
+  int64_t encoder_layers = 6;
+  int64_t decoder_layers = 6;
+  Scheme scheme = Scheme::Post;
+  bool sigma_reparam = false;
+  GammaInit gamma_init = GammaInit::Sigma;
+  NormKind norm = NormKind::LayerNorm;
+  double norm_eps = 1e-5;
+  Activation activation = Activation::ReLU;
+  QKInit qk_init = QKInit::Xavier;
+  bool bias = true;
+  bool tie_embeddings = true;
+  Positions positions = Positions::Sinusoidal;
+  bool embed_scale = true;
+  double dropout = 0.1;
+  double attention_dropout = 0.0;
+  int64_t max_len = 1024;
+  int64_t pad_id = 0;  // key-padding mask token; -1: no padding token
+
+  bool has_encoder() const { return arch != Arch::Decoder; }
+  bool has_decoder() const { return arch != Arch::Encoder; }
+};
+
+struct TrainConfig {
+  std::string optimizer = "adam";  // adam | adamw | sgd
+  double lr = 5e-4;
+  std::array<double, 2> betas{0.9, 0.98};
+  double eps = 1e-8;
+  double weight_decay = 1e-4;
+  double momentum = 0.9;
+  std::string schedule = "inverse-sqrt";  // inverse-sqrt | cosine | constant
+  int64_t warmup_steps = 4000;
+  int64_t max_steps = 1000;
+  int64_t max_tokens = 4096;
+  double clip_norm = 0.0;
+  double label_smoothing = 0.1;
+  int64_t log_every = 10;
+  int64_t eval_every = 200;
+  int64_t checkpoint_every = 200;
+  int64_t seed = 1;
+  bool checkpoint_activations = false;
+  std::string on_divergence = "stop";  // stop | skip | rollback
+  std::string device = "cpu";          // cpu | cuda
+};
+
+struct DataConfig {
+  std::string task = "translation";  // translation | lm
+  std::string corpus = "bible-es-en";
+  std::string src_lang = "es";
+  std::string tgt_lang = "en";
+  int64_t spm_vocab_size = 8000;
+};
+
+struct Config {
+  ModelConfig model;
+  TrainConfig train;
+  DataConfig data;
+};
+
+// Names as written in configs ("encoder-decoder", "deepnorm", …).
+std::string to_string(Arch);
+std::string to_string(Scheme);
+std::string to_string(NormKind);
+std::string to_string(Activation);
+std::string to_string(QKInit);
+std::string to_string(Positions);
+std::string to_string(GammaInit);
+
+}  // namespace stx

@@ -1,0 +1,43 @@
+#include "stx/model/linear.h"
+
+namespace stx {
+
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias, bool sigma_reparam)
+    : sigma_reparam_(sigma_reparam) {
+  weight = register_parameter("weight", torch::empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
+  if (sigma_reparam_) {
+    gamma = register_parameter("gamma", torch::ones({1}));
+    u = register_buffer("u", torch::zeros({out}));
+    v = register_buffer("v", torch::zeros({in}));
+  }
+}
+
+void LinearImpl::reset_sigma(GammaInit gamma_init) {
+  if (!sigma_reparam_) return;
+  torch::NoGradGuard no_grad;
+  // Exact top singular pair: W = U S Vᵀ, u = U[:,0], v = V[:,0].
+  auto svd = torch::linalg::svd(weight, /*full_matrices=*/false, /*driver=*/c10::nullopt);
+  u.copy_(std::get<0>(svd).select(1, 0));
+  v.copy_(std::get<2>(svd).select(0, 0));
+  auto s = std::get<1>(svd).select(0, 0);
+  gamma.fill_(gamma_init == GammaInit::Sigma ? s.item<double>() : 1.0);
+}
+
+torch::Tensor LinearImpl::sigma() { return torch::dot(u, torch::mv(weight, v)); }
+
+torch::Tensor LinearImpl::effective_weight() {
+  if (!sigma_reparam_) return weight;
+  return weight * (gamma / sigma());
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
+  if (sigma_reparam_ && is_training()) {
+    torch::NoGradGuard no_grad;  // one power iteration (the buffers are constants for autograd)
+    v.copy_(torch::nn::functional::normalize(torch::mv(weight.t(), u), torch::nn::functional::NormalizeFuncOptions().dim(0)));
+    u.copy_(torch::nn::functional::normalize(torch::mv(weight, v), torch::nn::functional::NormalizeFuncOptions().dim(0)));
+  }
+  return torch::nn::functional::linear(x, effective_weight(), bias);
+}
+
+}  // namespace stx

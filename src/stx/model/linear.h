@@ -1,0 +1,34 @@
+// stx/model/linear.h — y = x Wᵀ + b, with optional σReparam (Zhai et al. 2023, eq. 2):
+//   Ŵ = (γ / σ(W)) · W,   σ(W) = uᵀ W v
+// u, v are buffers. A training forward first runs one power iteration under no-grad,
+//   v ← normalize(Wᵀ u),  u ← normalize(W v),
+// then computes σ with gradient into W (u, v constant). Eval mode does no iteration.
+#pragma once
+#include <torch/torch.h>
+
+#include "stx/model/config.h"
+
+namespace stx {
+
+class LinearImpl : public torch::nn::Module {
+ public:
+  LinearImpl(int64_t in, int64_t out, bool bias, bool sigma_reparam);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  // The weight the forward uses: W, or γ·W/σ(W) with the current u, v (no iteration).
+  torch::Tensor effective_weight();
+  // σ(W) = uᵀ W v with the current buffers.
+  torch::Tensor sigma();
+  // σReparam set-up after W is initialized: u, v from an exact SVD of W, and γ = σ(W)
+  // (gamma_init: sigma, so Ŵ = W at init) or γ = 1 (gamma_init: one).
+  void reset_sigma(GammaInit gamma_init);
+  bool reparam() const { return sigma_reparam_; }
+
+  torch::Tensor weight, bias, gamma, u, v;  // bias/gamma/u/v undefined when absent
+
+ private:
+  bool sigma_reparam_;
+};
+TORCH_MODULE(Linear);
+
+}  // namespace stx
