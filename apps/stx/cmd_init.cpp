@@ -1,0 +1,38 @@
+// stx init — initialize a model from a config and write it as safetensors (docs/model.md).
+#include <iostream>
+#include <memory>
+
+#include "command.h"
+#include "stx/io/config_io.h"
+#include "stx/io/model_io.h"
+#include "stx/model/init.h"
+#include "stx/model/transformer.h"
+
+namespace stx::cli {
+
+void register_init(Registry& reg) {
+  struct Opts {
+    ConfigOptions cfg;
+    int64_t seed = 1;
+    std::string out;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = reg.app.add_subcommand("init", "initialize a model (scheme, init, σReparam) and write model.safetensors");
+  o->cfg.add_to(sub, /*config_required=*/true);
+  sub->add_option("--seed", o->seed, "random seed (same seed and config: bit-identical weights)");
+  sub->add_option("--out", o->out, "output .safetensors file")->required();
+  reg.add(sub, [o] {
+    Config cfg = resolve_config(o->cfg.config, o->cfg.overrides);
+    cfg.train.seed = o->seed;
+    Transformer model(cfg.model);
+    initialize(*model, static_cast<uint64_t>(o->seed));
+    save_model(o->out, *model, cfg);
+    int64_t n = 0;
+    for (auto& p : model->parameters()) n += p.numel();
+    std::cout << "wrote " << o->out << ": " << to_string(cfg.model.arch) << ", scheme " << to_string(cfg.model.scheme)
+              << (cfg.model.sigma_reparam ? " + σReparam" : "") << ", " << n << " parameters\n";
+    return 0;
+  });
+}
+
+}  // namespace stx::cli

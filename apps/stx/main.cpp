@@ -1,0 +1,57 @@
+// apps/stx/main.cpp — the stx command line: parses, dispatches to a subcommand, and maps
+// errors to exit codes (0 ok, 1 a check the user asked to enforce failed, 2 bad input).
+#include <torch/torch.h>
+
+#include <iostream>
+
+#include "command.h"
+#include "stx/core/error.h"
+#include "stx/core/runtime.h"
+
+namespace stx::cli {
+void ConfigOptions::add_to(CLI::App* sub, bool config_required) {
+  auto* c = sub->add_option("--config", config, "YAML config file (configs/*.yaml)");
+  if (config_required) c->required();
+  sub->add_option("--set", overrides, "override a config key: --set section.key=value (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+}  // namespace stx::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"stx — stable transformers: train and study very deep Transformers (Post-LN, Pre-LN, DeepNorm, σReparam)"};
+  app.set_version_flag("--version", std::string("stx ") + STX_VERSION + " (LibTorch " + TORCH_VERSION + ")");
+  app.require_subcommand(1);
+  stx::cli::Registry reg{app, {}};
+  stx::cli::register_init(reg);
+  stx::cli::register_forward(reg);
+  stx::cli::register_demo(reg);
+  stx::cli::register_theory(reg);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "stx: error: " << e.what() << " (see stx --help)\n";
+    return 2;
+  }
+  try {
+    stx::init_runtime();
+    for (auto& [sub, run] : reg.commands)
+      if (sub->parsed()) return run();
+    return 2;
+  } catch (const stx::InputError& e) {
+    std::cerr << "stx: error: " << e.what() << "\n";
+    return 2;
+  } catch (const c10::Error& e) {
+    std::cerr << "stx: internal error: " << e.what_without_backtrace() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "stx: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,61 @@
+#include "stx/core/runtime.h"
+
+#include <torch/torch.h>
+
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <thread>
+#include <utility>
+
+namespace stx {
+
+int physical_cores() {
+  // Count distinct (physical id, core id) pairs in /proc/cpuinfo; fall back to hw threads.
+  std::ifstream in("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, phys = "0";
+  while (std::getline(in, line)) {
+    auto value = [&] { return line.substr(line.find(':') + 1); };
+    if (line.rfind("physical id", 0) == 0) phys = value();
+    if (line.rfind("core id", 0) == 0) cores.emplace(phys, value());
+  }
+  int n = static_cast<int>(cores.size());
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  return n > 0 ? n : 1;
+}
+
+namespace {
+std::string mapped_blas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto pos = line.find('/');
+    if (pos == std::string::npos) continue;
+    auto path = line.substr(pos);
+    if (path.find("openblas") != std::string::npos || path.find("libblas") != std::string::npos ||
+        path.find("libmkl") != std::string::npos)
+      return path;
+  }
+  return "";
+}
+}  // namespace
+
+RuntimeInfo init_runtime(int threads) {
+  RuntimeInfo info;
+  at::globalContext().setFlushDenormal(true);
+  info.threads = threads > 0 ? threads : physical_cores();
+  torch::set_num_threads(info.threads);
+  info.blas = mapped_blas();
+  info.reference_blas = !info.blas.empty() && info.blas.find("openblas") == std::string::npos &&
+                        info.blas.find("mkl") == std::string::npos;
+  static bool warned = false;
+  if (info.reference_blas && !warned) {
+    warned = true;
+    std::cerr << "stx: WARNING: BLAS is " << info.blas
+              << " (the reference BLAS, ~35x slower); install libopenblas-dev (scripts/setup.sh)\n";
+  }
+  return info;
+}
+
+}  // namespace stx

@@ -1,0 +1,29 @@
+// stx/model/attention.h — multi-head attention (Vaswani et al. 2017):
+//   A = softmax(q kᵀ / √d_h + mask),  out = concat_h(A v) W_outᵀ + b_out
+// Heads split the feature axis contiguously. Masked scores are replaced by −1e9.
+#pragma once
+#include <torch/torch.h>
+
+#include "stx/model/linear.h"
+#include "stx/model/taps.h"
+
+namespace stx {
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(int64_t d, int64_t heads, bool bias, bool sigma_reparam, double attention_dropout);
+  // x: [B, Tq, d] queries; memory: [B, Tk, d] keys/values (x itself for self-attention).
+  // key_pad: [B, Tk] bool, true where the key is padding (undefined: none). causal: mask
+  // keys after the query. Records "probs" at `tap` when asked.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
+                        bool causal, const TapSite& tap = {});
+
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
+
+ private:
+  int64_t heads_, d_head_;
+  double attention_dropout_;
+};
+TORCH_MODULE(Attention);
+
+}  // namespace stx

@@ -1,0 +1,31 @@
+#include "stx/model/residual.h"
+
+namespace stx {
+
+torch::Tensor residual(const ResidualSpec& spec, bool training, Norm& norm, const std::string& norm_name,
+                       const std::function<torch::Tensor(const torch::Tensor&)>& G, const torch::Tensor& x,
+                       const std::array<const char*, 3>& points, const TapSite& tap) {
+  auto drop = [&](const torch::Tensor& t) {
+    return spec.dropout > 0 && training ? torch::dropout(t, spec.dropout, true) : t;
+  };
+  if (spec.scheme == Scheme::Pre) {
+    tap(norm_name + ".input", x);
+    auto n = norm->forward(x);  // pre,1 / pre,4
+    tap(points[0], n);
+    auto g = drop(G(n));  // pre,2 / pre,5
+    tap(points[1], g);
+    auto y = x + g;  // pre,3 / x_{l+1}
+    tap(points[2], y);
+    return y;
+  }
+  auto g = drop(G(x));  // post,1 / post,4
+  tap(points[0], g);
+  auto s = spec.alpha == 1.0 ? x + g : x * spec.alpha + g;  // post,2 / post,5
+  tap(points[1], s);
+  tap(norm_name + ".input", s);
+  auto y = norm->forward(s);  // post,3 / x_{l+1}
+  tap(points[2], y);
+  return y;
+}
+
+}  // namespace stx

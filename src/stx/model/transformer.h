@@ -1,0 +1,37 @@
+// stx/model/transformer.h — the whole model for each architecture:
+//   encoder-only: logits = Enc(src) W_outᵀ
+//   decoder-only (causal LM): logits = Dec(tgt) W_outᵀ
+//   encoder-decoder: logits = Dec(tgt, Enc(src)) W_outᵀ
+// W_out is the tied embedding or an untied output_projection (σReparam-capable).
+#pragma once
+#include <torch/torch.h>
+
+#include "stx/model/config.h"
+#include "stx/model/stack.h"
+#include "stx/model/taps.h"
+
+namespace stx {
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerImpl(const ModelConfig& cfg);
+
+  // Final hidden state (before the vocabulary projection): [B, T, d].
+  torch::Tensor hidden(const torch::Tensor& src, const torch::Tensor& tgt, Taps* taps = nullptr);
+  // Logits [B, T, V] over src (encoder-only) or tgt positions; recorded as tap "logits".
+  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt, Taps* taps = nullptr);
+  torch::Tensor project(const torch::Tensor& h);  // h W_outᵀ
+
+  const ModelConfig& config() const { return cfg_; }
+  // Parameters and buffers under their DESIGN.md names, in registration order.
+  std::vector<std::pair<std::string, torch::Tensor>> state() const;
+
+  Stack encoder{nullptr}, decoder{nullptr};
+
+ private:
+  Stack& output_stack() { return decoder ? decoder : encoder; }
+  ModelConfig cfg_;
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace stx
