@@ -94,10 +94,9 @@ with tempfile.TemporaryDirectory() as d:
     huge[0:8] = (10**15).to_bytes(8, "little")
     expect_bad("header length past the end", fwd(write(f"{d}/len.safetensors", bytes(huge), "wb"), toks), out, ["len.safetensors"])
     # A valid safetensors file without stx metadata, and one whose weights miss a tensor.
-    w = st.load(model)
+    w, meta = st.load(model)
     st.save(f"{d}/nometa.safetensors", w)
     expect_bad("no stx.config metadata", fwd(f"{d}/nometa.safetensors", toks), out, ["stx.config"])
-    meta = st.read_header(model).get("__metadata__", {})
     w2 = dict(w)
     missing = sorted(w2)[3]
     del w2[missing]
