@@ -27,6 +27,18 @@ int main(int argc, char** argv) {
   stx::cli::register_forward(reg);
   stx::cli::register_demo(reg);
   stx::cli::register_theory(reg);
+  if (argc > 1 && argv[1][0] != '-') {  // name the unknown subcommand instead of "a subcommand is required"
+    std::string names;
+    bool known = false;
+    for (auto& [sub, _] : reg.commands) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known |= sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::cerr << "stx: error: unknown command '" << argv[1] << "' (allowed: " << names << ")\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
