@@ -27,7 +27,7 @@ struct TheoryOpts {
   int64_t d = 0, layers = 0, d_ff = 0, seeds = 0, tokens = 0, steps = 0;
   double lr = 0;
   std::vector<int64_t> depths;
-  uint64_t seed = 1;
+  uint64_t seed = 0;
 };
 
 void write_text(const std::string& path, const std::string& text) {
