@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "stx/core/error.h"
+#include "stx/data/byte_corpus.h"
 #include "stx/io/config_io.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
@@ -26,19 +27,9 @@ struct Variant {
 };
 
 torch::Tensor byte_batch(const std::string& path, int64_t batch, int64_t length) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open demo text '" + path + "' (pass --text FILE)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
   const int64_t need = batch * (length + 1);
-  if (static_cast<int64_t>(text.size()) < need)
-    throw InputError("demo text '" + path + "' has " + std::to_string(text.size()) + " bytes, need " + std::to_string(need));
-  auto t = torch::empty({batch, length + 1}, torch::kInt64);
-  auto a = t.accessor<int64_t, 2>();
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t i = 0; i <= length; ++i) a[b][i] = static_cast<unsigned char>(text[b * (length + 1) + i]);
-  return t;
+  auto bytes = read_byte_tokens(path, need, "demo text (pass --text FILE)");
+  return bytes.narrow(0, 0, need).view({batch, length + 1}).clone();
 }
 
 std::vector<int64_t> shown_layers(int64_t L) {
@@ -54,7 +45,7 @@ std::vector<int64_t> shown_layers(int64_t L) {
 void register_demo(Registry& reg) {
   struct Opts {
     int64_t layers = 100, d_model = 64, batch = 4, length = 64, seed = 1;
-    std::string text = std::string(STX_SOURCE_DIR) + "/data/demo/moby-dick-ch1.txt";
+    std::string text = demo_text_path();
   };
   auto o = std::make_shared<Opts>();
   auto* sub = reg.app.add_subcommand("demo", "why depth breaks Post-LN: per-layer norms and W² gradients at init, every scheme");

@@ -65,6 +65,7 @@ with tempfile.TemporaryDirectory() as d:
     expect_bad("wrong type", init + ["--config", base, "--set", "model.d_model=big"], out, ["model.d_model", "big"])
     expect_bad("wrong type in file", init + ["--config", write(f"{d}/ty.yaml", "model:\n  bias: sometimes\n")], out, ["model.bias", "true | false"])
     expect_bad("deepnorm without norm", init + ["--config", base, "--set", "model.scheme=deepnorm", "--set", "model.norm=none"], out, ["model.norm", "deepnorm"])
+    expect_bad("sigma_reparam with zero qk", init + ["--config", base, "--set", "model.sigma_reparam=true", "--set", "model.qk_init=zero"], out, ["model.qk_init", "sigma_reparam"])
     expect_bad("zero size", init + ["--config", base, "--set", "model.d_ff=0"], out, ["model.d_ff", "positive"])
     expect_bad("negative size", init + ["--config", base, "--set", "model.encoder_layers=-3"], out, ["model.encoder_layers"])
     expect_bad("heads do not divide d_model", init + ["--config", base, "--set", "model.n_heads=7"], out, ["model.n_heads", "divide"])

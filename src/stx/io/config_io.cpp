@@ -183,11 +183,20 @@ std::vector<Key> keys_of(Config& c) {
       bool_key("train.checkpoint_activations", t.checkpoint_activations),
       choice_key("train.on_divergence", t.on_divergence, {"stop", "skip", "rollback"}),
       choice_key("train.device", t.device, {"cpu", "cuda"}),
+      int_key("train.update_freq", t.update_freq),
+      int_key("train.spike_window", t.spike_window),
+      real_key("train.spike_zscore", t.spike_zscore),
+      int_key("train.max_skips", t.max_skips),
+      int_key("train.max_rollbacks", t.max_rollbacks),
+      real_key("train.rollback_lr_factor", t.rollback_lr_factor),
+      int_key("train.probe_sentences", t.probe_sentences),
+      int_key("train.valid_bleu_sentences", t.valid_bleu_sentences),
       choice_key("data.task", d.task, {"translation", "lm"}),
       string_key("data.corpus", d.corpus),
       string_key("data.src_lang", d.src_lang),
       string_key("data.tgt_lang", d.tgt_lang),
       int_key("data.spm_vocab_size", d.spm_vocab_size),
+      bool_key("data.joint_vocab", d.joint_vocab),
   };
 }
 
@@ -314,6 +323,9 @@ void validate(const Config& c) {
   if (m.norm == NormKind::None && (m.scheme == Scheme::DeepNorm || m.scheme == Scheme::Pre))
     fail("model.norm", "none", "scheme '" + to_string(m.scheme) +
                                    "' needs a norm; norm: none is allowed with scheme post or post-init (e.g. with sigma_reparam)");
+  if (m.sigma_reparam && m.qk_init == QKInit::Zero)
+    fail("model.qk_init", "zero", "is not allowed with model.sigma_reparam: true (W/σ(W) is undefined at W = 0); "
+                                  "use qk_init: xavier (with sigma_reparam, a zero γ gives uniform attention instead)");
   const auto& t = c.train;
   if (!(t.lr > 0)) fail("train.lr", std::to_string(t.lr), "must be > 0");
   for (int i = 0; i < 2; ++i)
@@ -328,6 +340,15 @@ void validate(const Config& c) {
   if (t.label_smoothing < 0 || t.label_smoothing >= 1)
     fail("train.label_smoothing", std::to_string(t.label_smoothing), "must be in [0, 1)");
   positive("train.log_every", t.log_every);
+  positive("train.update_freq", t.update_freq);
+  if (t.spike_window < 2) fail("train.spike_window", std::to_string(t.spike_window), "must be ≥ 2");
+  if (t.spike_zscore < 0) fail("train.spike_zscore", std::to_string(t.spike_zscore), "must be ≥ 0 (0 disables spike detection)");
+  if (t.max_skips < 0) fail("train.max_skips", std::to_string(t.max_skips), "must be ≥ 0");
+  if (t.max_rollbacks < 0) fail("train.max_rollbacks", std::to_string(t.max_rollbacks), "must be ≥ 0");
+  if (!(t.rollback_lr_factor > 0 && t.rollback_lr_factor <= 1))
+    fail("train.rollback_lr_factor", std::to_string(t.rollback_lr_factor), "must be in (0, 1]");
+  positive("train.probe_sentences", t.probe_sentences);
+  if (t.valid_bleu_sentences < 0) fail("train.valid_bleu_sentences", std::to_string(t.valid_bleu_sentences), "must be ≥ 0");
   positive("train.eval_every", t.eval_every);
   positive("train.checkpoint_every", t.checkpoint_every);
   if (c.data.spm_vocab_size <= 0) fail("data.spm_vocab_size", std::to_string(c.data.spm_vocab_size), "must be a positive integer");

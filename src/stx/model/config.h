@@ -66,6 +66,14 @@ struct TrainConfig {
   bool checkpoint_activations = false;
   std::string on_divergence = "stop";  // stop | skip | rollback
   std::string device = "cpu";          // cpu | cuda
+  int64_t update_freq = 1;             // batches per update (gradient accumulation)
+  int64_t spike_window = 100;          // divergence guard: losses in the z-score window
+  double spike_zscore = 8.0;           // a loss this many standard deviations above the window mean is a spike (0: off)
+  int64_t max_skips = 10;              // on_divergence skip: consecutive skipped updates before stopping
+  int64_t max_rollbacks = 5;           // on_divergence rollback: rollbacks before stopping
+  double rollback_lr_factor = 0.5;     // on_divergence rollback: lr multiplier per rollback
+  int64_t probe_sentences = 8;         // ΔF / entropy / LN-norm probe batch: first N valid examples
+  int64_t valid_bleu_sentences = 200;  // greedy BLEU on the first N valid sentences at each eval (0: off)
 };
 
 struct DataConfig {
@@ -74,6 +82,7 @@ struct DataConfig {
   std::string src_lang = "es";
   std::string tgt_lang = "en";
   int64_t spm_vocab_size = 8000;
+  bool joint_vocab = true;  // one SentencePiece model for both sides (translation)
 };
 
 struct Config {

@@ -1,0 +1,379 @@
+// stx/theory/grad_profile.cpp — Xiong et al. (ICML 2020) Figure 3 (REFERENCE.md §1 "Paper
+// Figure 3"): gradient norms of the FFN output weights W^{2,l} at initialization in
+// encoder-decoder models, (a)(b) per layer of a 6-6 model (encoder, decoder) and (c)(d) for the
+// last layer of 6-6 … 14-14 models, for Post-LN, Pre-LN, DeepNorm, Post-LN-init and
+// Post-LN + σReparam.
+// Data: byte tokens (V = 256) of the embedded Moby-Dick chapter; a sequence pair is a random
+// window: source = bytes [o, o+T), target = the next T bytes, decoder input = target shifted
+// right after a BOS id 0 (teacher forcing); loss = mean token cross-entropy of the tied
+// output layer. Dropout off (the gradient of the network at init).
+// Two measures per layer, over K mini-batches g_1 … g_K of one initialized model:
+//   (1) ‖(1/K) Σ_k g_k‖_F — the paper's: average the gradient over mini-batches, then the norm;
+//   (2) (1/K) Σ_k ‖g_k‖_F — the mean of per-batch norms.
+// Each is computed per seed (fresh init, fresh batches); reported as mean ± SE over S seeds.
+// The paper's descriptions are compared as observations (theory=false) with 4 SEs; the SE of a
+// top/bottom ratio is taken on ln(ratio) per seed (SE over seeds), that of a depth slope is propagated from
+// the per-depth SEs (loglog_slope in theory_setting.h; disjoint seeds per depth).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "stx/core/error.h"
+#include "stx/data/byte_corpus.h"
+#include "stx/model/init.h"
+#include "stx/report/plot.h"
+#include "stx/theory/experiments.h"
+#include "stx/theory/stats.h"
+#include "stx/theory/theory_setting.h"
+
+namespace stx::theory {
+
+namespace {
+
+struct Batch {
+  torch::Tensor src, tgt_in, tgt_out;
+};
+Batch text_batch(const torch::Tensor& bytes, int64_t B, int64_t T, uint64_t seed) {
+  auto g = at::detail::createCPUGenerator(seed);
+  auto offs = torch::randint(0, bytes.size(0) - 2 * T, {B, 1}, g, torch::kInt64);
+  auto idx = offs + torch::arange(2 * T, torch::kInt64).unsqueeze(0);  // [B, 2T]
+  auto w = bytes.index({idx});
+  Batch b;
+  b.src = w.slice(1, 0, T);
+  b.tgt_out = w.slice(1, T, 2 * T);
+  b.tgt_in = torch::cat({torch::zeros({B, 1}, torch::kInt64), b.tgt_out.slice(1, 0, T - 1)}, 1);  // BOS = 0
+  return b;
+}
+
+// Per-layer W^{2,l} gradient norms of one N-N model: [stack][layer] → per-seed values.
+struct Profile {
+  std::vector<std::vector<double>> avg[2], mean[2];  // measure (1), (2); stack 0 = encoder, 1 = decoder
+};
+
+struct Settings {
+  int64_t d, d_ff, heads, S, K, B, T;
+};
+
+ModelConfig profile_config(const Settings& st, const SchemeColumn& c, int64_t N) {
+  ModelConfig m;
+  m.arch = Arch::EncoderDecoder;
+  m.vocab_size = 256;
+  m.d_model = st.d;
+  m.n_heads = st.heads;
+  m.d_ff = st.d_ff;
+  m.encoder_layers = m.decoder_layers = N;
+  m.scheme = c.scheme;
+  m.sigma_reparam = c.sigma;
+  m.qk_init = QKInit::Xavier;
+  m.bias = true;
+  m.tie_embeddings = true;
+  m.positions = Positions::Sinusoidal;
+  m.embed_scale = true;
+  m.dropout = m.attention_dropout = 0;
+  m.max_len = std::max<int64_t>(1024, st.T + 1);
+  m.pad_id = -1;  // byte 0 never occurs in the text; it serves as BOS
+  return m;
+}
+
+Profile measure(const Settings& st, const SchemeColumn& c, int64_t N, const torch::Tensor& bytes, uint64_t base) {
+  Profile p;
+  for (int s2 = 0; s2 < 2; ++s2) p.avg[s2].assign(N, {}), p.mean[s2].assign(N, {});
+  for (int64_t s = 0; s < st.S; ++s) {
+    const uint64_t seed = base + static_cast<uint64_t>(s);
+    Transformer model(profile_config(st, c, N));
+    initialize(*model, seed);
+    model->eval();  // no dropout; σReparam: no power iteration (u, v exact at init)
+    // Only the W^{2,l} gradients are needed: other parameters skip their weight gradients.
+    for (auto& t : model->parameters()) t.set_requires_grad(false);
+    std::vector<torch::Tensor*> W[2];
+    for (int64_t l = 0; l < N; ++l) {
+      W[0].push_back(&model->encoder->layers[l]->ffn->fc2->weight);
+      W[1].push_back(&model->decoder->layers[l]->ffn->fc2->weight);
+    }
+    for (int s2 = 0; s2 < 2; ++s2)
+      for (auto* w : W[s2]) w->set_requires_grad(true);
+    std::vector<torch::Tensor> sum[2];
+    std::vector<double> norms[2];
+    for (int s2 = 0; s2 < 2; ++s2) sum[s2].assign(N, {}), norms[s2].assign(N, 0.0);
+    for (int64_t k = 0; k < st.K; ++k) {
+      auto b = text_batch(bytes, st.B, st.T, (seed * 7919ULL + static_cast<uint64_t>(k)) ^ 0xB17E5ULL);
+      for (int s2 = 0; s2 < 2; ++s2)
+        for (auto* w : W[s2])
+          if (w->grad().defined()) w->mutable_grad().zero_();
+      auto logits = model->forward(b.src, b.tgt_in);
+      auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, 256}), b.tgt_out.reshape({-1}));
+      loss.backward();
+      torch::NoGradGuard ng;
+      for (int s2 = 0; s2 < 2; ++s2)
+        for (int64_t l = 0; l < N; ++l) {
+          auto g = W[s2][l]->grad();
+          sum[s2][l] = sum[s2][l].defined() ? sum[s2][l] + g : g.clone();
+          norms[s2][l] += g.norm().item<double>() / static_cast<double>(st.K);
+        }
+    }
+    for (int s2 = 0; s2 < 2; ++s2)
+      for (int64_t l = 0; l < N; ++l) {
+        p.avg[s2][l].push_back(sum[s2][l].norm().item<double>() / static_cast<double>(st.K));
+        p.mean[s2][l].push_back(norms[s2][l]);
+      }
+  }
+  return p;
+}
+
+// ln(top/bottom layer gradient) of measure (1), per seed, as mean ± SE over seeds (the log keeps
+// the seed-to-seed spread of a ratio with a tiny denominator symmetric).
+MeanSE log_top_bottom(const Profile& p, int s2) {
+  std::vector<double> r;
+  const auto& a = p.avg[s2];
+  for (size_t s = 0; s < a.front().size(); ++s) r.push_back(std::log(a.back()[s] / a.front()[s]));
+  return mean_se(r);
+}
+std::string ratio_text(const MeanSE& m) {
+  return fmt::format("top/bottom {:.2f} (ln {:.2f} ± {:.2f})", std::exp(m.mean), m.mean, m.se);
+}
+
+// An observation "measured > threshold" at 4 SEs (measured − 4·SE > threshold), or "<".
+void beyond(Result& r, const std::string& id, const std::string& stmt, bool greater, double threshold, const MeanSE& m) {
+  const bool holds = greater ? m.mean - 4 * m.se > threshold : m.mean + 4 * m.se < threshold;
+  r.claims.push_back(Claim{id, stmt, fmt::format("{} {}", greater ? ">" : "<", threshold), m.mean,
+                           fmt::format("4 SE = {:.3g}", 4 * m.se), holds, /*theory=*/false});
+}
+
+std::string join_values(const std::vector<double>& v, const char* f = "{:.3f}") {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + fmt::format(fmt::runtime(f), v[i]);
+  return s;
+}
+
+}  // namespace
+
+Result run_grad_profile(const Options& o) {
+  const bool full = o.full;
+  // Quick: a small 64-wide model (2 cores); --full: the paper's d=512, d_F=1024, 4 heads, 10 seeds.
+  // --full runs ≈ 30 min on 2 cores (5 schemes × 6-6 … 14-14 at d=512).
+  Settings st{o.d.value_or(full ? 512 : 64), 0, 4, o.seeds.value_or(full ? 10 : 6), 4, 8,
+              o.tokens.value_or(full ? 32 : 24)};
+  st.d_ff = o.d_ff.value_or(full ? 1024 : 2 * st.d);
+  if (st.d % st.heads) st.heads = 1;
+  const int64_t N6 = o.layers.value_or(6);
+  std::vector<int64_t> depths = o.depths ? *o.depths : (full ? std::vector<int64_t>{6, 8, 10, 12, 14}
+                                                             : std::vector<int64_t>{6, 10, 14});
+  const auto bytes = read_byte_tokens(demo_text_path(), 1000, "grad-profile");
+  if (2 * st.T + 1 > bytes.size(0))
+    throw InputError(fmt::format("grad-profile: --tokens {} needs 2·T+1 ≤ {} corpus bytes", st.T, bytes.size(0)));
+  const auto& cols = scheme_columns(true);
+
+  Result r;
+  r.experiment = "grad-profile";
+  r.config = {{"arch", "encoder-decoder"}, {"layers_ab", N6}, {"depths_cd", depths}, {"d", st.d},
+              {"d_ff", st.d_ff}, {"heads", st.heads}, {"seeds", st.S}, {"minibatches_K", st.K},
+              {"batch_sequences", st.B}, {"tokens_T", st.T}, {"vocab", 256},
+              {"data", "byte tokens of data/demo/moby-dick-ch1.txt: src = T bytes, tgt = the next T, BOS 0"},
+              {"loss", "mean token cross-entropy, tied embedding, teacher forcing"},
+              {"init", "Xavier normal (q/k too), zero biases, LN γ=1 β=0, sinusoidal positions, √d embed scale; "
+                       "dropout off"},
+              {"measure_1", "‖mean_k g_k‖_F (paper: average over mini-batches, then the norm)"},
+              {"measure_2", "mean_k ‖g_k‖_F (mean of per-batch norms)"},
+              {"sigma_reparam_grad", "gradient of the raw weight W (Ŵ = γW/σ, γ = σ(W₀))"},
+              {"base_seed", o.seed}};
+
+  // profiles[c][iN]; the (a)(b) model is depth N6 (measured once if it is in the depth grid).
+  std::vector<int64_t> all = depths;
+  if (std::find(all.begin(), all.end(), N6) == all.end()) all.insert(all.begin(), N6);
+  std::vector<std::vector<Profile>> prof(cols.size());
+  // Quick mode skips σReparam in the depth sweep: at init (γ = σ(W₀)) its forward is Post-LN's
+  // and its raw-weight gradient differs only by the u vᵀ component (see the 6-6 columns).
+  auto skip = [&](size_t c, int64_t N) { return !full && N != N6 && cols[c].sigma; };
+  for (size_t iN = 0; iN < all.size(); ++iN)
+    for (size_t c = 0; c < cols.size(); ++c)
+      prof[c].push_back(skip(c, all[iN]) ? Profile{} : measure(st, cols[c], all[iN], bytes, o.seed + 1000003ULL * (iN + 1)));
+  r.config["depth_sweep_schemes"] = full ? "all five" : "all but Post-LN+σReparam (≡ Post-LN at init)";
+  const size_t i6 = std::find(all.begin(), all.end(), N6) - all.begin();
+  const char* stack_name[2] = {"encoder", "decoder"};
+
+  // ---- (a)(b): per-layer profile of the N6-N6 model -----------------------------------------
+  for (size_t c = 0; c < cols.size(); ++c)
+    for (int s2 = 0; s2 < 2; ++s2) {
+      const auto& p = prof[c][i6];
+      std::vector<double> m1, e1, m2, e2;
+      for (int64_t l = 0; l < N6; ++l) {
+        auto a = mean_se(p.avg[s2][l]), b = mean_se(p.mean[s2][l]);
+        m1.push_back(a.mean), e1.push_back(a.se), m2.push_back(b.mean), e2.push_back(b.se);
+      }
+      r.series["per_layer"][cols[c].key][stack_name[s2]] = {{"avg_then_norm", m1}, {"avg_then_norm_se", e1},
+                                                             {"mean_of_norms", m2}, {"mean_of_norms_se", e2}};
+      r.findings.push_back(fmt::format("{} {} {}-{} per-layer ‖∂L/∂W^{{2,l}}‖, l = 1…{}: measure (1) {}; measure (2) "
+                                       "{}; (1) {}",
+                                       cols[c].label, stack_name[s2], N6, N6, N6, join_values(m1), join_values(m2),
+                                       ratio_text(log_top_bottom(p, s2))));
+    }
+  {  // measure (1) against (2): how much averaging over mini-batches cancels
+    std::string line = "Measure (1)/(2), mean over the layers of the 6-6 model:";
+    for (size_t c = 0; c < cols.size(); ++c)
+      for (int s2 = 0; s2 < 2; ++s2) {
+        double q = 0;
+        for (int64_t l = 0; l < N6; ++l)
+          q += mean_se(prof[c][i6].avg[s2][l]).mean / mean_se(prof[c][i6].mean[s2][l]).mean / static_cast<double>(N6);
+        line += fmt::format(" {} {} {:.3f};", cols[c].label, stack_name[s2], q);
+      }
+    r.findings.push_back(line + fmt::format(" over K = {} mini-batches of {} sequences: at init the per-batch gradients "
+                                            "share a dominant batch-independent part, so the paper's measure and the "
+                                            "mean of per-batch norms nearly agree.", st.K, st.B));
+  }
+  for (int s2 = 0; s2 < 2; ++s2) {
+    const std::string sn = stack_name[s2];
+    const std::string nn = std::to_string(N6) + "-" + std::to_string(N6);
+    beyond(r, "post_grows_" + sn, "Post-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) > 0 (paper: grows "
+           "with l), measure (1)", true, 0.0, log_top_bottom(prof[0][i6], s2));
+    const auto pre = log_top_bottom(prof[1][i6], s2);
+    r.near("pre_flat_" + sn, "Pre-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) = 0 (paper: flat), measure (1)",
+           0.0, pre.mean, 4 * pre.se, false);
+  }
+
+  // ---- (c)(d): last layer's W² gradient against depth ----------------------------------------
+  std::vector<size_t> idx;
+  for (auto N : depths) idx.push_back(std::find(all.begin(), all.end(), N) - all.begin());
+  std::vector<double> xN(depths.begin(), depths.end());
+  std::vector<std::vector<SlopeFit>> fit(cols.size(), std::vector<SlopeFit>(2));
+  std::vector<std::vector<std::vector<MeanSE>>> last(cols.size(), std::vector<std::vector<MeanSE>>(2));
+  auto swept = [&](size_t c) { return std::none_of(depths.begin(), depths.end(), [&](int64_t N) { return skip(c, N); }); };
+  for (size_t c = 0; c < cols.size(); ++c)
+    for (int s2 = 0; s2 < 2; ++s2) {
+      if (!swept(c)) continue;
+      std::vector<double> m, e, m2;
+      for (size_t k : idx) {
+        auto a = mean_se(prof[c][k].avg[s2].back());
+        last[c][s2].push_back(a);
+        m.push_back(a.mean), e.push_back(a.se), m2.push_back(mean_se(prof[c][k].mean[s2].back()).mean);
+      }
+      if (depths.size() >= 2) fit[c][s2] = loglog_slope(xN, m, e);
+      r.series["last_layer"][cols[c].key][stack_name[s2]] = {{"N", depths}, {"avg_then_norm", m}, {"avg_then_norm_se", e},
+                                                              {"mean_of_norms", m2}, {"slope_N", fit[c][s2].slope},
+                                                              {"slope_N_se", fit[c][s2].se}};
+      r.findings.push_back(fmt::format("{} {} last-layer ‖∂L/∂W^{{2,N}}‖ for N-N, N = {}: measure (1) {}; (2) {}; "
+                                       "log-log slope vs N {:.3f} ± {:.3f}",
+                                       cols[c].label, stack_name[s2], fmt::join(depths, ","), join_values(m),
+                                       join_values(m2), fit[c][s2].slope, fit[c][s2].se));
+    }
+  if (depths.size() >= 3)
+    for (int s2 = 0; s2 < 2; ++s2) {
+      const std::string sn = stack_name[s2];
+      const auto& fp = fit[0][s2];
+      r.near("post_last_flat_" + sn, "Post-LN " + sn + " last-layer gradient flat in depth N (paper Fig. 3c,d): slope",
+             0.0, fp.slope, 4 * fp.se, false);
+      beyond(r, "pre_last_decreasing_" + sn, "Pre-LN " + sn + " last-layer gradient decreases with N (paper): slope",
+             false, 0.0, MeanSE{fit[1][s2].slope, fit[1][s2].se, 0, 0});
+    }
+  // Deepest model's per-layer profile (REFERENCE's quick simulation: Post-LN grows toward the top at 12).
+  const size_t ideep = idx.empty() ? i6 : idx.back();
+  for (size_t c : {size_t{0}, size_t{1}})
+    for (int s2 = 0; s2 < 2; ++s2) {
+      std::vector<double> m;
+      for (auto& v : prof[c][ideep].avg[s2]) m.push_back(mean_se(v).mean);
+      r.series["deepest_per_layer"][cols[c].key][stack_name[s2]] = m;
+      r.findings.push_back(fmt::format("{} {} {}-{} per-layer measure (1): {}; {}", cols[c].label, stack_name[s2],
+                                       all[ideep], all[ideep], join_values(m), ratio_text(log_top_bottom(prof[c][ideep], s2))));
+    }
+  {
+    auto x = [&](size_t c, size_t k, int s2) { return std::exp(log_top_bottom(prof[c][k], s2).mean); };
+    std::string line = fmt::format(
+        "Paper vs measured: the paper says Post-LN's W^{{2,l}} gradient grows with l and Pre-LN's stays flat. "
+        "Measured top/bottom layer ratios (measure (1); > 1 grows, < 1 decreases with l): Post-LN decoder ×{:.2f} at "
+        "{}-{}, ×{:.1f} at {}-{}; Post-LN encoder ×{:.2f} / ×{:.2f}; Pre-LN encoder ×{:.2f}, decoder ×{:.2f} at {}-{}.",
+        x(0, i6, 1), N6, N6, x(0, ideep, 1), all[ideep], all[ideep], x(0, i6, 0), x(0, ideep, 0), x(1, i6, 0),
+        x(1, i6, 1), N6, N6);
+    auto verdict = [](const SlopeFit& f, bool flat) -> std::string {
+      if (flat) return std::abs(f.slope) <= 4 * f.se ? "flat as the paper says" : "not flat (paper: flat)";
+      if (f.slope + 4 * f.se < 0) return "decreasing as the paper says";
+      return f.slope < 0 ? "decreasing, not significant at 4 SE" : "not decreasing (paper: decreasing)";
+    };
+    if (depths.size() >= 2)
+      line += fmt::format(" Last layer vs N (log-log slopes): Post-LN {:.3f} ± {:.3f} encoder ({}), {:.3f} ± {:.3f} "
+                          "decoder ({}); Pre-LN {:.3f} ± {:.3f} encoder ({}), {:.3f} ± {:.3f} decoder ({}).",
+                          fit[0][0].slope, fit[0][0].se, verdict(fit[0][0], true), fit[0][1].slope, fit[0][1].se,
+                          verdict(fit[0][1], true), fit[1][0].slope, fit[1][0].se, verdict(fit[1][0], false),
+                          fit[1][1].slope, fit[1][1].se, verdict(fit[1][1], false));
+    r.findings.push_back(line);
+  }
+  r.findings.push_back(fmt::format(
+      "Paper: Post-LN last-layer gradient 'around 1.6' (IWSLT14, d=512, real vocabulary); here Post-LN {} / {} "
+      "(encoder / decoder, {}-{}, measure (1)) — the level depends on d, the vocabulary and the batch, only the depth "
+      "trend is comparable.", fmt::format("{:.3f}", last[0][0].front().mean), fmt::format("{:.3f}", last[0][1].front().mean),
+      depths.front(), depths.front()));
+
+  // ---- data and figure ------------------------------------------------------------------------
+  for (int s2 = 0; s2 < 2; ++s2) {
+    std::ostringstream t, u;
+    t << "# layer";
+    u << "# N";
+    for (auto& c : cols) t << " " << c.key << "_m1 " << c.key << "_se1 " << c.key << "_m2", u << " " << c.key << " " << c.key << "_se";
+    t << "\n";
+    u << "\n";
+    for (int64_t l = 0; l < N6; ++l) {
+      t << l + 1;
+      for (size_t c = 0; c < cols.size(); ++c) {
+        auto a = mean_se(prof[c][i6].avg[s2][l]);
+        t << " " << a.mean << " " << a.se << " " << mean_se(prof[c][i6].mean[s2][l]).mean;
+      }
+      t << "\n";
+    }
+    for (size_t k = 0; k < depths.size(); ++k) {
+      u << depths[k];
+      for (size_t c = 0; c < cols.size(); ++c)
+        if (swept(c)) u << " " << last[c][s2][k].mean << " " << last[c][s2][k].se;
+        else u << " NaN NaN";
+      u << "\n";
+    }
+    r.data_files.emplace_back(std::string("gp_layers_") + stack_name[s2] + ".dat", t.str());
+    r.data_files.emplace_back(std::string("gp_depth_") + stack_name[s2] + ".dat", u.str());
+  }
+  const auto ncols = cols.size();
+  std::vector<std::string> labels;
+  for (auto& c : cols) labels.push_back(c.label);
+  std::vector<bool> in_sweep;
+  for (size_t c = 0; c < ncols; ++c) in_sweep.push_back(swept(c));
+  r.plot = [labels, ncols, N6, depths, in_sweep](const std::string& dir, const std::string& png) {
+    std::ostringstream g;
+    const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"};
+    g << gnuplot_preamble(png, 1300, 900);
+    g << "set multiplot layout 2,2 title \"Xiong et al. Fig. 3 at init: ‖∂L/∂W^{2,l}‖_F (mean ± SE over seeds; "
+         "bars: gradient averaged over mini-batches, then norm)\"\n";
+    g << "set logscale y\nset key top left font ',9'\n";
+    for (int s2 = 0; s2 < 2; ++s2) {
+      const std::string sn = s2 ? "decoder" : "encoder";
+      g << "set title '(" << (s2 ? "b" : "a") << ") " << sn << " layers, " << N6 << "-" << N6 << "'\n";
+      g << "set xlabel 'layer l'\nset ylabel '‖∂L/∂W^{2,l}‖_F'\nset style data histogram\n"
+        << "set style histogram errorbars gap 1 lw 1\nset style fill solid 0.8 border -1\nset boxwidth 0.9\n"
+        << "set yrange [*:*]\nset xrange [*:*]\nunset logscale x\n";
+      g << "plot ";
+      for (size_t c = 0; c < ncols; ++c)
+        g << (c ? ", " : "") << "'" << dir << "/gp_layers_" << sn << ".dat' using " << 2 + 3 * c << ":" << 3 + 3 * c
+          << (c ? "" : ":xtic(1)") << " lc rgb '" << colors[c] << "' title '" << labels[c] << "'";
+      g << "\n";
+    }
+    for (int s2 = 0; s2 < 2; ++s2) {
+      const std::string sn = s2 ? "decoder" : "encoder";
+      g << "set title '(" << (s2 ? "d" : "c") << ") " << sn << " last layer vs depth N-N'\n";
+      g << "set style data linespoints\nset logscale x\nset xlabel 'layers N (N-N model)'\nset ylabel '‖∂L/∂W^{2,N}‖_F'\n"
+        << "set xtics (" << fmt::format("{}", fmt::join(depths, ",")) << ")\nset xrange [" << depths.front() * 0.9
+        << ":" << depths.back() * 1.1 << "]\n";
+      g << "plot ";
+      bool first = true;
+      for (size_t c = 0; c < ncols; ++c) {
+        if (!in_sweep[c]) continue;
+        g << (first ? "'" : ", '") << dir << "/gp_depth_" << sn << ".dat' using 1:" << 2 + 2 * c << ":" << 3 + 2 * c
+          << " with yerrorlines pt 7 lc rgb '" << colors[c] << "' title '" << labels[c] << "'";
+        first = false;
+      }
+      g << "\n";
+    }
+    g << "unset multiplot\n";
+    return g.str();
+  };
+  return r;
+}
+
+}  // namespace stx::theory
