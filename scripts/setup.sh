@@ -7,7 +7,7 @@ PKGS=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest
   gnuplot-nox
-  sentencepiece libsentencepiece-dev
+  sentencepiece libsentencepiece-dev zlib1g-dev
   python3 python3-torch python3-numpy python3-nltk
 )
 missing=()

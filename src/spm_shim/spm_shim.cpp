@@ -21,8 +21,12 @@ void set_err(char* err, int len, const std::string& msg) {
 extern "C" {
 
 // Trains a model; `args` in spm_train's flag syntax ("--input=… --model_prefix=… …").
+// --vocab_size is a soft limit by default (--hard_vocab_limit=false): a corpus too small for
+// the requested size gives a smaller model instead of an error (the model's vocab_size says
+// how many pieces it has). A --hard_vocab_limit in `args` overrides this (later flags win).
 int stx_spm_train(const char* args, char* err, int errlen) {
-  auto st = sentencepiece::SentencePieceTrainer::Train(args);
+  const std::string all = std::string("--hard_vocab_limit=false ") + args;
+  auto st = sentencepiece::SentencePieceTrainer::Train(all);
   if (!st.ok()) {
     set_err(err, errlen, st.ToString());
     return 1;

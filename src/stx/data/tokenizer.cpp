@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "stx/core/error.h"
+#include "stx/core/runtime.h"
 
 namespace stx {
 
@@ -98,7 +99,8 @@ void SentencePiece::train(const std::vector<std::string>& inputs, const std::str
                            " --vocab_size=" + std::to_string(vocab_size) + " --model_type=" + model_type +
                            " --character_coverage=" + std::to_string(character_coverage) +
                            " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --input_sentence_size=2000000"
-                           " --shuffle_input_sentence=true --minloglevel=2";
+                           " --shuffle_input_sentence=true --minloglevel=2 --num_threads=" +
+                           std::to_string(physical_cores());  // its default, 16, thrashes a small machine
   char err[1024] = {0};
   if (shim().train(args.c_str(), err, sizeof(err)) != 0)
     throw InputError("SentencePiece training failed: " + std::string(err));
