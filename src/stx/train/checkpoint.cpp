@@ -1,0 +1,116 @@
+// stx/train/checkpoint.cpp — training checkpoints (format in checkpoint.h): model weights as
+// float32, the optimizer's named state, torch's default CPU generator state, and the config and
+// trainer state as JSON metadata; plus the resume compatibility check on configs.
+#include "stx/train/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
+#include <set>
+
+#include "stx/core/error.h"
+#include "stx/io/config_io.h"
+#include "stx/io/model_io.h"
+#include "stx/io/safetensors.h"
+
+namespace stx {
+namespace {
+
+constexpr const char* kTrainKey = "stx.train";
+constexpr const char* kRngName = "rng.torch";
+
+nlohmann::json parse_json(const std::string& path, const std::string& key, const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const std::exception&) {
+    throw InputError(path + ": metadata '" + key + "' is not valid JSON");
+  }
+}
+
+// A value as it would be written in a config: strings unquoted, numbers and lists as JSON.
+std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, TransformerImpl& model, const Optimizer& opt, const Config& cfg,
+                     const nlohmann::json& train_state) {
+  NamedTensors out;
+  for (auto& [name, t] : model.state()) out.emplace_back("model." + name, t.detach().to(torch::kCPU, torch::kFloat32));
+  for (auto& nt : opt.state()) out.push_back(nt);
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    out.emplace_back(kRngName, gen.get_state());
+  }
+  save_safetensors(path, out,
+                   {{kFormatKey, kCheckpointFormat}, {kConfigKey, config_to_json(cfg).dump()}, {kTrainKey, train_state.dump()}});
+}
+
+Checkpoint read_checkpoint(const std::string& path) {
+  SafetensorsFile file = load_safetensors(path);
+  auto meta = [&](const char* key) -> const std::string& {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end())
+      throw InputError(path + ": no '" + std::string(key) + "' metadata (not an stx training checkpoint)");
+    return it->second;
+  };
+  const std::string& format = meta(kFormatKey);
+  if (format != kCheckpointFormat)
+    throw InputError(path + ": '" + std::string(kFormatKey) + "' is '" + format + "', expected '" + kCheckpointFormat +
+                     "' (a training checkpoint written by stx train)");
+  Checkpoint ck;
+  try {
+    ck.config = config_from_json(parse_json(path, kConfigKey, meta(kConfigKey)));
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    throw InputError(msg.rfind(path + ":", 0) == 0 ? msg : path + ": " + msg);
+  }
+  ck.train_state = parse_json(path, kTrainKey, meta(kTrainKey));
+  if (!ck.train_state.is_object()) throw InputError(path + ": metadata '" + std::string(kTrainKey) + "' is not a JSON object");
+  for (auto& [name, t] : file.tensors) {
+    if (name.rfind("model.", 0) == 0) ck.model.emplace_back(name.substr(6), t);
+    else if (name.rfind("optim.", 0) == 0) ck.optimizer.emplace_back(name, t);
+    else if (name == kRngName) ck.rng = t;
+    else throw InputError(path + ": unexpected tensor '" + name + "' (a checkpoint holds model.*, optim.* and rng.torch)");
+  }
+  if (!ck.rng.defined()) throw InputError(path + ": missing tensor 'rng.torch' (the random generator state)");
+  if (ck.rng.scalar_type() != torch::kUInt8 || ck.rng.dim() != 1)
+    throw InputError(path + ": tensor 'rng.torch' must be a 1-D uint8 tensor");
+  return ck;
+}
+
+void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer& opt, const std::string& what) {
+  // Validate the generator state on a copy first, so a bad one changes nothing.
+  auto gen = at::detail::getDefaultCPUGenerator();
+  try {
+    auto probe = gen.clone();
+    probe.set_state(ck.rng);
+  } catch (const c10::Error&) {
+    throw InputError(what + ": tensor 'rng.torch' is not a CPU generator state of this LibTorch (" +
+                     std::to_string(ck.rng.numel()) + " bytes)");
+  }
+  opt.load_state(ck.optimizer, what);  // checks everything before copying
+  load_state(model, ck.model, what);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(ck.rng);
+}
+
+std::string resume_incompatibility(const Config& saved, const Config& now) {
+  // Keys that do not change the trajectory of accepted updates (stopping, logging, the guard's
+  // policy and what validation reports).
+  static const std::set<std::string> may_differ{"train.max_steps",     "train.log_every",    "train.eval_every",
+                                                "train.checkpoint_every", "train.on_divergence", "train.spike_window",
+                                                "train.spike_zscore",  "train.max_skips",    "train.max_rollbacks",
+                                                "train.rollback_lr_factor", "train.valid_bleu_sentences"};
+  const nlohmann::json a = config_to_json(saved), b = config_to_json(now);
+  for (const std::string& key : config_keys()) {  // declaration order: model, train, data
+    if (may_differ.count(key)) continue;
+    const auto dot = key.find('.');
+    const auto& va = a.at(key.substr(0, dot)).at(key.substr(dot + 1));
+    const auto& vb = b.at(key.substr(0, dot)).at(key.substr(dot + 1));
+    if (va != vb) return key + " is " + value_text(va) + " in the checkpoint but " + value_text(vb) + " now";
+  }
+  return "";
+}
+
+}  // namespace stx

@@ -1,0 +1,46 @@
+// stx/train/checkpoint.h — a training checkpoint in one safetensors file, written atomically
+// (temporary name, fsync, rename; core/atomic_file.h):
+//   tensors   model.<name> (TransformerImpl::state()), the optimizer's state() (optim.*),
+//             rng.torch (uint8: the default CPU generator's state)
+//   metadata  stx.format = "stx-checkpoint/1", stx.config (config_to_json), stx.train (the
+//             trainer's JSON: step, data position, guard window, best valid loss, …)
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "stx/model/config.h"
+#include "stx/model/transformer.h"
+#include "stx/train/optimizer.h"
+
+namespace stx {
+
+inline constexpr const char* kCheckpointFormat = "stx-checkpoint/1";
+
+void save_checkpoint(const std::string& path, TransformerImpl& model, const Optimizer& opt, const Config& cfg,
+                     const nlohmann::json& train_state);
+
+struct Checkpoint {
+  Config config;
+  nlohmann::json train_state;
+  NamedTensors model;      // names without the "model." prefix
+  NamedTensors optimizer;  // optim.* as stored
+  torch::Tensor rng;       // uint8
+};
+// Reads and checks a checkpoint: not a safetensors file, a wrong or missing stx.format, bad
+// JSON metadata or a missing rng.torch are InputErrors (one line naming the file and problem).
+Checkpoint read_checkpoint(const std::string& path);
+
+// Restores model weights, optimizer state and the CPU generator from `ck` (shapes checked:
+// InputError naming the tensor).
+void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer& opt, const std::string& what);
+
+// "" when a run with config `now` may resume from a checkpoint written with `saved`; otherwise
+// one line naming the first key that differs, e.g. "model.d_model is 256 in the checkpoint but
+// 512 now". Every model.* and data.* key and the train keys that change the trajectory must
+// match; train.max_steps, log_every, eval_every, checkpoint_every, valid_bleu_sentences and the
+// divergence guard's keys (on_divergence, spike_window, spike_zscore, max_skips, max_rollbacks,
+// rollback_lr_factor) may differ.
+std::string resume_incompatibility(const Config& saved, const Config& now);
+
+}  // namespace stx

@@ -1,0 +1,164 @@
+// stx/train/optimizer.cpp — Adam, AdamW and SGD(momentum) written as torch.optim 1.13's
+// single-tensor loops (foreach=False, amsgrad=False, maximize=False):
+//   adam.py  _single_tensor_adam    g ← g + wd·p; m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g·g;
+//                                   p ← p − (lr/(1−β1ᵗ)) · m / (√v/√(1−β2ᵗ) + ε)
+//   adamw.py _single_tensor_adamw   p ← p·(1 − lr·wd), then the same moments and update with g
+//   sgd.py   _single_tensor_sgd     d ← g + wd·p; b ← μ·b + d (b ← d at the first step); p ← p − lr·b
+// The same in-place ATen kernels with the same scalars in the same order give the same float32
+// bits as torch.optim (tests/ref/test_optimizer_parity.py). Scratch tensors are allocated once.
+#include "stx/train/optimizer.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "stx/core/error.h"
+
+namespace stx {
+namespace {
+
+std::string shape_str(c10::IntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+// One flat buffer per (device, dtype) of the largest parameter's size; every parameter gets a
+// view of its own shape at the start of it (the views are used one parameter at a time).
+std::vector<torch::Tensor> scratch_views(const NamedTensors& params) {
+  std::map<std::string, std::pair<torch::TensorOptions, int64_t>> size_of;
+  auto key = [](const torch::Tensor& t) { return t.device().str() + "/" + c10::toString(t.scalar_type()); };
+  for (auto& [_, p] : params) {
+    auto& e = size_of.emplace(key(p), std::make_pair(p.options(), int64_t{0})).first->second;
+    e.second = std::max(e.second, p.numel());
+  }
+  std::map<std::string, torch::Tensor> flat;
+  for (auto& [k, e] : size_of) flat[k] = torch::empty({e.second}, e.first.requires_grad(false));
+  std::vector<torch::Tensor> views;
+  for (auto& [_, p] : params) views.push_back(flat[key(p)].narrow(0, 0, p.numel()).view(p.sizes()));
+  return views;
+}
+
+}  // namespace
+
+Optimizer::Optimizer(NamedTensors params, const TrainConfig& t) : params_(std::move(params)), t_(t) {
+  if (t_.optimizer == "adam") kind_ = Kind::Adam;
+  else if (t_.optimizer == "adamw") kind_ = Kind::AdamW;
+  else if (t_.optimizer == "sgd") kind_ = Kind::SGD;
+  else throw InputError("config key 'train.optimizer': invalid value '" + t_.optimizer + "' (allowed: adam | adamw | sgd)");
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : params_) {
+    m_.push_back(torch::zeros_like(p, p.options().requires_grad(false)));
+    if (kind_ != Kind::SGD) v_.push_back(torch::zeros_like(p, p.options().requires_grad(false)));
+  }
+  const bool l2 = kind_ != Kind::AdamW && t_.weight_decay != 0;
+  if (l2) decayed_ = scratch_views(params_);
+  if (kind_ != Kind::SGD) denom_ = scratch_views(params_);
+}
+
+void Optimizer::step(double lr) {
+  torch::NoGradGuard no_grad;
+  ++steps_;
+  const double wd = t_.weight_decay;
+  const double beta1 = t_.betas[0], beta2 = t_.betas[1];
+  // Python floats: step = step_t.item(); 1 - beta ** step; lr / bc1; math.sqrt(bc2).
+  const double step = static_cast<double>(steps_);
+  const double bias_correction1 = 1 - std::pow(beta1, step);
+  const double bias_correction2 = 1 - std::pow(beta2, step);
+  const double step_size = lr / bias_correction1;
+  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+
+  for (size_t i = 0; i < params_.size(); ++i) {
+    torch::Tensor& p = params_[i].second;
+    const torch::Tensor& g0 = p.grad();
+    if (!g0.defined()) continue;
+    torch::Tensor g = g0;
+    if (kind_ != Kind::AdamW && wd != 0) {  // grad = grad.add(param, alpha=weight_decay)
+      at::add_out(decayed_[i], g0, p, wd);
+      g = decayed_[i];
+    }
+    if (kind_ == Kind::SGD) {
+      torch::Tensor d = g;
+      if (t_.momentum != 0) {
+        if (steps_ == 1) m_[i].copy_(g);  // buf = torch.clone(d_p)
+        else m_[i].mul_(t_.momentum).add_(g, 1.0);  // dampening 0: alpha = 1 − 0
+        d = m_[i];
+      }
+      p.add_(d, -lr);
+      continue;
+    }
+    if (kind_ == Kind::AdamW && wd != 0) p.mul_(1 - lr * wd);
+    m_[i].mul_(beta1).add_(g, 1 - beta1);
+    v_[i].mul_(beta2).addcmul_(g, g, 1 - beta2);
+    torch::Tensor& denom = denom_[i];  // (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+    at::sqrt_out(denom, v_[i]);
+    denom.div_(bias_correction2_sqrt).add_(t_.eps);
+    p.addcdiv_(m_[i], denom, -step_size);
+  }
+}
+
+void Optimizer::zero_grad() {
+  torch::NoGradGuard no_grad;
+  for (auto& [_, p] : params_)
+    if (p.grad().defined()) p.mutable_grad().zero_();
+}
+
+NamedTensors Optimizer::state() const {
+  NamedTensors out;
+  out.emplace_back("optim.step", torch::scalar_tensor(steps_, torch::kInt64));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::string& name = params_[i].first;
+    if (kind_ == Kind::SGD) {
+      out.emplace_back("optim.momentum." + name, m_[i].detach().clone());
+    } else {
+      out.emplace_back("optim.exp_avg." + name, m_[i].detach().clone());
+      out.emplace_back("optim.exp_avg_sq." + name, v_[i].detach().clone());
+    }
+  }
+  return out;
+}
+
+void Optimizer::load_state(const NamedTensors& state, const std::string& what) {
+  // Expected name → destination (nullptr for optim.step). Everything is checked before copying.
+  std::map<std::string, torch::Tensor*> expected{{"optim.step", nullptr}};
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::string& name = params_[i].first;
+    if (kind_ == Kind::SGD) {
+      expected["optim.momentum." + name] = &m_[i];
+    } else {
+      expected["optim.exp_avg." + name] = &m_[i];
+      expected["optim.exp_avg_sq." + name] = &v_[i];
+    }
+  }
+  const std::string opt = "train.optimizer " + t_.optimizer;
+  std::set<std::string> seen;
+  int64_t step = 0;
+  for (auto& [name, t] : state) {
+    auto it = expected.find(name);
+    if (it == expected.end())
+      throw InputError(what + ": unexpected optimizer tensor '" + name + "' (not part of " + opt + " on this model)");
+    if (!seen.insert(name).second) throw InputError(what + ": optimizer tensor '" + name + "' appears twice");
+    if (it->second == nullptr) {
+      if (t.numel() != 1 || t.is_floating_point() || t.scalar_type() == torch::kBool)
+        throw InputError(what + ": tensor 'optim.step' must be one integer, got " + c10::toString(t.scalar_type()) +
+                         " of shape " + shape_str(t.sizes()));
+      step = t.item<int64_t>();
+      if (step < 0) throw InputError(what + ": tensor 'optim.step' is negative (" + std::to_string(step) + ")");
+      continue;
+    }
+    if (!t.is_floating_point())
+      throw InputError(what + ": optimizer tensor '" + name + "' has a non-floating dtype " + c10::toString(t.scalar_type()));
+    if (t.sizes() != it->second->sizes())
+      throw InputError(what + ": optimizer tensor '" + name + "' has shape " + shape_str(t.sizes()) + ", the model needs " +
+                       shape_str(it->second->sizes()));
+  }
+  for (auto& [name, _] : expected)
+    if (!seen.count(name)) throw InputError(what + ": missing optimizer tensor '" + name + "' (needed by " + opt + ")");
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : state)
+    if (auto* dst = expected.at(name)) dst->copy_(t);
+  steps_ = step;
+}
+
+}  // namespace stx
