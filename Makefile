@@ -20,7 +20,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 demo: build
-	$(BUILD)/stx demo
+	bash scripts/demo.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -22,6 +22,11 @@ void register_init(Registry&);
 void register_forward(Registry&);
 void register_demo(Registry&);
 void register_theory(Registry&);
+void register_train(Registry&);
+void register_eval(Registry&);
+void register_translate(Registry&);
+void register_generate(Registry&);
+void register_plot(Registry&);
 
 // Common options: --config FILE and repeated --set section.key=value.
 struct ConfigOptions {

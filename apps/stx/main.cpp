@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
   stx::cli::register_forward(reg);
   stx::cli::register_demo(reg);
   stx::cli::register_theory(reg);
+  stx::cli::register_train(reg);
+  stx::cli::register_eval(reg);
+  stx::cli::register_translate(reg);
+  stx::cli::register_generate(reg);
+  stx::cli::register_plot(reg);
   if (argc > 1 && argv[1][0] != '-') {  // name the unknown subcommand instead of "a subcommand is required"
     std::string names;
     bool known = false;

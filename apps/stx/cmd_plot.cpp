@@ -1,0 +1,25 @@
+// stx plot — figures of training runs (report/run_plots.h), several runs overlaid.
+#include <iostream>
+#include <memory>
+
+#include "command.h"
+#include "stx/report/run_plots.h"
+
+namespace stx::cli {
+
+void register_plot(Registry& reg) {
+  struct Opts {
+    std::vector<std::string> runs;
+    std::string out;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = reg.app.add_subcommand("plot", "PNG figures of one or more runs' metrics.jsonl (overlaid)");
+  sub->add_option("runs", o->runs, "run directories of `stx train`")->required();
+  sub->add_option("--out", o->out, "output directory for the PNGs")->required();
+  reg.add(sub, [o] {
+    for (auto& f : plot_runs(o->runs, o->out)) std::cout << "wrote " << f << "\n";
+    return 0;
+  });
+}
+
+}  // namespace stx::cli

@@ -1,0 +1,31 @@
+// stx/train/loss.cpp — see loss.h.
+#include "stx/train/loss.h"
+
+namespace stx {
+
+LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target, double epsilon, int64_t pad_id) {
+  const int64_t V = logits.size(-1);
+  auto lprobs = torch::log_softmax(logits.reshape({-1, V}), -1);
+  auto y = target.reshape({-1});
+  torch::Tensor keep;
+  if (pad_id >= 0) {
+    keep = y.ne(pad_id);
+    auto idx = keep.nonzero().squeeze(1);
+    lprobs = lprobs.index_select(0, idx);
+    y = y.index_select(0, idx);
+  }
+  LossSums out;
+  out.tokens = y.size(0);
+  auto nll = -lprobs.gather(1, y.unsqueeze(1)).sum();
+  out.nll = nll.detach();
+  if (epsilon == 0) {
+    out.loss = nll;
+  } else {
+    const double eps_i = epsilon / static_cast<double>(V - 1);
+    auto smooth = -lprobs.sum();
+    out.loss = (1.0 - epsilon - eps_i) * nll + eps_i * smooth;
+  }
+  return out;
+}
+
+}  // namespace stx

@@ -1,0 +1,36 @@
+// stx/train/run_model.cpp — see run_model.h.
+#include "stx/train/run_model.h"
+
+#include <filesystem>
+
+#include "stx/core/error.h"
+#include "stx/io/model_io.h"
+#include "stx/train/checkpoint.h"
+
+namespace stx {
+
+namespace fs = std::filesystem;
+
+RunModel open_run(const std::string& run_dir, const std::string& which) {
+  if (which != "best" && which != "last")
+    throw InputError("--checkpoint '" + which + "' is not one of: best, last");
+  if (!fs::is_directory(run_dir)) throw InputError("run directory " + run_dir + " does not exist");
+  auto path = (fs::path(run_dir) / ("checkpoint_" + which + ".safetensors")).string();
+  if (which == "best" && !fs::exists(path)) path = (fs::path(run_dir) / "checkpoint_last.safetensors").string();
+  if (!fs::exists(path)) throw InputError(run_dir + " has no checkpoint (checkpoint_" + which + ".safetensors); is it a run directory of `stx train`?");
+  auto ck = read_checkpoint(path);
+  RunModel r;
+  r.config = ck.config;
+  r.checkpoint = path;
+  r.step = ck.train_state.value("step", int64_t(0));
+  r.vocab = open_run_vocab(run_dir, r.config.data);
+  if (r.vocab.vocab_size != r.config.model.vocab_size)
+    throw InputError(path + ": model.vocab_size " + std::to_string(r.config.model.vocab_size) +
+                     " does not match the run's SentencePiece model(s) (" + std::to_string(r.vocab.vocab_size) + " pieces)");
+  r.model = Transformer(r.config.model);
+  load_state(*r.model, ck.model, path);
+  r.model->eval();
+  return r;
+}
+
+}  // namespace stx

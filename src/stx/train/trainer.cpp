@@ -1,0 +1,311 @@
+// stx/train/trainer.cpp — the training loop of trainer.h. Order of one update (fairseq):
+// gather train.update_freq batches → forward/backward each with loss/Σtokens → ‖g‖ (and the
+// per-layer norms on diagnostic steps) → divergence guard → clip → optimizer step at
+// lr = schedule(step)·lr_scale → log / validate / checkpoint.
+#include "stx/train/trainer.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "stx/core/atomic_file.h"
+#include "stx/core/error.h"
+#include "stx/io/config_io.h"
+#include "stx/io/safetensors.h"
+#include "stx/model/init.h"
+#include "stx/probe/diagnostics.h"
+#include "stx/probe/model_update.h"
+#include "stx/report/metrics_log.h"
+#include "stx/train/checkpoint.h"
+#include "stx/train/divergence_guard.h"
+#include "stx/train/loss.h"
+#include "stx/train/run_data.h"
+#include "stx/train/schedule.h"
+#include "stx/train/signals.h"
+#include "stx/train/validate.h"
+
+namespace stx {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sums since the last log line (part of the checkpoint so a resumed log equals an uninterrupted one).
+struct Window {
+  double loss = 0, nll = 0;
+  int64_t tokens = 0, sentences = 0, updates = 0;
+  nlohmann::json to_json() const { return {{"loss", loss}, {"nll", nll}, {"tokens", tokens}, {"sentences", sentences}, {"updates", updates}}; }
+  void from_json(const nlohmann::json& j) {
+    loss = j.at("loss"), nll = j.at("nll"), tokens = j.at("tokens"), sentences = j.at("sentences"), updates = j.at("updates");
+  }
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const TrainOptions& o)
+      : o_(o), cfg_(o.config), guard_(cfg_.train.spike_window, cfg_.train.spike_zscore) {}
+
+  TrainOutcome run();
+
+ private:
+  std::string path(const std::string& name) const { return (fs::path(o_.run_dir) / name).string(); }
+  void setup();
+  void save_last();
+  void rollback_to_last();
+  nlohmann::json train_state() const;
+  TrainOutcome handle_divergence(DivergenceGuard::Verdict v, double loss, double gnorm);
+  void log_step(const nlohmann::json& grads, double lr, double seconds);
+  void validate_now();
+  void progress(double lr, bool force);
+
+  TrainOptions o_;
+  Config cfg_;
+  std::optional<RunData> data_;
+  Transformer model_{nullptr};
+  std::optional<Optimizer> opt_;
+  std::optional<probe::ModelUpdate> probe_;
+  std::optional<MetricsLog> log_;
+  Schedule schedule_;
+  DivergenceGuard guard_;
+  int64_t step_ = 0, last_checkpoint_step_ = 0, skips_in_row_ = 0, rollbacks_ = 0;
+  double speed_ = 0, lr_scale_ = 1.0, best_valid_ = INFINITY, last_loss_ = NAN;
+  Window win_;
+  Clock::time_point t_start_ = Clock::now(), t_window_ = Clock::now();
+  int64_t start_step_ = 0;
+};
+
+nlohmann::json Trainer::train_state() const {
+  const auto pos = data_->train->position();
+  return {{"step", step_},          {"data", {{"epoch", pos.epoch}, {"index", pos.index}}},
+          {"guard", guard_.state()}, {"lr_scale", lr_scale_},
+          {"best_valid", std::isfinite(best_valid_) ? nlohmann::json(best_valid_) : nlohmann::json(nullptr)},
+          {"window", win_.to_json()}, {"skips_in_row", skips_in_row_}, {"rollbacks", rollbacks_}};
+}
+
+void Trainer::save_last() {
+  save_checkpoint(path("checkpoint_last.safetensors"), *model_, *opt_, cfg_, train_state());
+  last_checkpoint_step_ = step_;
+}
+
+void Trainer::setup() {
+  const bool fresh = !o_.resume;
+  if (fresh && fs::exists(path("checkpoint_last.safetensors")))
+    throw InputError(o_.run_dir + " already holds a run (checkpoint_last.safetensors); pass --resume to continue it or choose another --out");
+  if (!fresh && !fs::exists(path("checkpoint_last.safetensors")))
+    throw InputError("--resume: " + o_.run_dir + " has no checkpoint_last.safetensors to resume from");
+  std::optional<Checkpoint> ck;
+  if (!fresh) ck = read_checkpoint(path("checkpoint_last.safetensors"));
+  std::error_code ec;
+  fs::create_directories(o_.run_dir, ec);
+  if (ec) throw InputError("cannot create the run directory " + o_.run_dir + ": " + ec.message());
+
+  if (ck) {  // refuse an incompatible config before any work (the vocabulary comes from the run)
+    cfg_.model.vocab_size = ck->config.model.vocab_size;
+    cfg_.model.pad_id = ck->config.model.pad_id;
+    const auto why = resume_incompatibility(ck->config, cfg_);
+    if (!why.empty()) throw InputError("cannot resume " + o_.run_dir + ": " + why);
+  }
+  // Data and vocabulary (a resumed run keeps its own SentencePiece models).
+  data_.emplace(load_run_data(cfg_, o_.run_dir, /*reuse_run_vocab=*/!fresh, o_.quiet));
+  if (ck && data_->vocab.vocab_size != cfg_.model.vocab_size)
+    throw InputError("cannot resume " + o_.run_dir + ": its SentencePiece model has " + std::to_string(data_->vocab.vocab_size) +
+                     " pieces but the checkpoint's model.vocab_size is " + std::to_string(cfg_.model.vocab_size));
+  cfg_.model.vocab_size = data_->vocab.vocab_size;
+  cfg_.model.pad_id = data_->vocab.pad_id;
+  validate(cfg_);
+
+  torch::manual_seed(cfg_.train.seed);
+  model_ = Transformer(cfg_.model);
+  initialize(*model_, static_cast<uint64_t>(cfg_.train.seed));
+  torch::manual_seed(cfg_.train.seed + 1);  // the dropout stream, independent of init
+  NamedTensors params;
+  for (auto& p : model_->named_parameters(true)) params.emplace_back(p.key(), p.value());
+  opt_.emplace(params, cfg_.train);
+  schedule_ = Schedule{cfg_.train.schedule, cfg_.train.lr, cfg_.train.warmup_steps, cfg_.train.max_steps};
+
+  // ΔF probe: the first probe_sentences validation examples, F(x, θ₀) snapshotted once per run.
+  probe_.emplace(model_, data_->probe.src, data_->probe.tgt_in);
+  if (fresh) {
+    save_safetensors(path("probe.safetensors"), {{"f0", probe_->reference()}});
+    write_atomically(path("config.yaml"), [&](const std::string& tmp) {
+      std::ofstream(tmp) << config_to_yaml(cfg_);
+    });
+  } else {
+    restore_checkpoint(*ck, *model_, *opt_, path("checkpoint_last.safetensors"));
+    const auto& st = ck->train_state;
+    step_ = st.at("step");
+    data_->train->seek({st.at("data").at("epoch"), st.at("data").at("index")});
+    guard_.load(st.at("guard"));
+    lr_scale_ = st.at("lr_scale");
+    best_valid_ = st.at("best_valid").is_null() ? INFINITY : st.at("best_valid").get<double>();
+    win_.from_json(st.at("window"));
+    skips_in_row_ = st.value("skips_in_row", 0);
+    rollbacks_ = st.value("rollbacks", 0);
+    auto saved = load_safetensors(path("probe.safetensors"));
+    const auto* f0 = saved.find("f0");
+    if (!f0) throw InputError(path("probe.safetensors") + ": no tensor 'f0'");
+    probe_->set_reference(*f0, probe_->hidden());
+    last_checkpoint_step_ = step_;
+  }
+  log_.emplace(path("metrics.jsonl"), fresh ? 0 : step_);
+  if (fresh) save_last();  // step 0: resume and rollback always have a checkpoint
+  start_step_ = step_;
+}
+
+TrainOutcome Trainer::handle_divergence(DivergenceGuard::Verdict v, double loss, double gnorm) {
+  const auto cause = guard_.describe(v, loss, gnorm);
+  const auto& action = cfg_.train.on_divergence;
+  log_->write({{"step", step_ + 1}, {"event", "divergence"}, {"cause", cause}, {"action", action}});
+  opt_->zero_grad();
+  if (action == "skip" && ++skips_in_row_ <= cfg_.train.max_skips) {
+    if (!o_.quiet) std::cerr << fmt::format("\nstep {}: {}; update skipped\n", step_ + 1, cause);
+    return {TrainOutcome::Kind::Finished, step_, ""};
+  }
+  if (action == "rollback" && ++rollbacks_ <= cfg_.train.max_rollbacks) {
+    const double scale = lr_scale_ * cfg_.train.rollback_lr_factor;
+    const int64_t r = rollbacks_;
+    rollback_to_last();
+    lr_scale_ = scale, rollbacks_ = r;
+    if (!o_.quiet)
+      std::cerr << fmt::format("\nstep {}: {}; rolled back to step {} with lr × {}\n", step_ + 1, cause, step_, lr_scale_);
+    return {TrainOutcome::Kind::Finished, step_, ""};
+  }
+  return {TrainOutcome::Kind::Diverged, step_ + 1,
+          fmt::format("diverged at step {}: {} (on_divergence: {}); the last good checkpoint is {} (step {})", step_ + 1, cause,
+                      action, path("checkpoint_last.safetensors"), last_checkpoint_step_)};
+}
+
+void Trainer::rollback_to_last() {
+  auto ck = read_checkpoint(path("checkpoint_last.safetensors"));
+  restore_checkpoint(ck, *model_, *opt_, path("checkpoint_last.safetensors"));
+  const auto& st = ck.train_state;
+  step_ = st.at("step");
+  data_->train->seek({st.at("data").at("epoch"), st.at("data").at("index")});
+  guard_.load(st.at("guard"));
+  win_.from_json(st.at("window"));
+}
+
+void Trainer::log_step(const nlohmann::json& grads, double lr, double seconds) {
+  nlohmann::json r = {{"step", step_}, {"loss", win_.loss / win_.tokens}, {"nll", win_.nll / win_.tokens},
+                      {"ppl", std::exp(win_.nll / win_.tokens)}, {"lr", lr}, {"tokens_per_s", win_.tokens / seconds},
+                      {"sentences", win_.sentences}, {"epoch", data_->train->position().epoch}};
+  r.update(grads);
+  Taps taps = probe::probe_taps();
+  const auto upd = probe_->measure(&taps);
+  r["delta_f"] = upd.from_start;
+  r["delta_f_step"] = upd.from_previous;
+  r.update(probe::norm_and_entropy(taps, cfg_.model.d_model, data_->probe_src_mask, data_->probe_tgt_mask));
+  r.update(probe::weight_stats(*model_));
+  log_->write(r);
+}
+
+void Trainer::validate_now() {
+  auto v = validate_run(*model_, *data_, cfg_);
+  nlohmann::json r = {{"step", step_}, {"valid_loss", v.loss}, {"valid_nll", v.nll}, {"valid_ppl", std::exp(v.nll)}};
+  if (v.bleu) r["valid_bleu"] = *v.bleu;
+  log_->write(r);
+  if (!o_.quiet)
+    std::cerr << fmt::format("\nstep {}: valid loss {:.4f} ppl {:.2f}{}\n", step_, v.loss, std::exp(v.nll),
+                             v.bleu ? fmt::format(" BLEU {:.2f}", *v.bleu) : "");
+  if (v.loss < best_valid_) {
+    best_valid_ = v.loss;
+    save_checkpoint(path("checkpoint_best.safetensors"), *model_, *opt_, cfg_, train_state());
+  }
+}
+
+void Trainer::progress(double lr, bool force) {
+  if (o_.quiet) return;
+  static const bool tty = isatty(STDERR_FILENO);
+  if (!tty && !force) return;
+  const double el = std::chrono::duration<double>(Clock::now() - t_start_).count();
+  const double per = (step_ - start_step_) > 0 ? el / static_cast<double>(step_ - start_step_) : 0;
+  const int64_t eta = static_cast<int64_t>(per * static_cast<double>(cfg_.train.max_steps - step_));
+  const auto line = fmt::format("step {}/{}  loss {:.4f}  lr {:.2e}  {:.0f} tok/s  ETA {}:{:02d}:{:02d}", step_,
+                                cfg_.train.max_steps, last_loss_, lr, speed_, eta / 3600, eta / 60 % 60, eta % 60);
+  std::cerr << (tty ? "\r" + line + "   " : line + "\n") << std::flush;
+}
+
+TrainOutcome Trainer::run() {
+  setup();
+  install_stop_handlers();
+  const auto& t = cfg_.train;
+  while (step_ < t.max_steps) {
+    if (int sig = stop_signal()) {
+      save_last();
+      return {TrainOutcome::Kind::Interrupted, step_,
+              fmt::format("stopped by signal {} after step {}; checkpoint written; continue with --resume", sig, step_), sig};
+    }
+    // Gather the update's batches, then forward/backward each with loss / Σ tokens.
+    std::vector<Batch> batches;
+    int64_t tokens = 0, sentences = 0;
+    for (int64_t k = 0; k < t.update_freq; ++k) {
+      batches.push_back(data_->train->next());
+      tokens += batches.back().tgt_tokens, sentences += batches.back().sentences;
+    }
+    const auto t0 = Clock::now();
+    model_->train();
+    opt_->zero_grad();
+    double loss_sum = 0, nll_sum = 0;
+    for (auto& b : batches) {
+      auto logits = model_->forward(b.src, b.tgt_in);
+      auto ls = label_smoothed_loss(logits, b.tgt_out, t.label_smoothing, cfg_.model.pad_id);
+      (ls.loss / static_cast<double>(tokens)).backward();
+      loss_sum += ls.loss.item<double>(), nll_sum += ls.nll.item<double>();
+    }
+    const double loss = loss_sum / static_cast<double>(tokens);
+    const bool diag = (step_ + 1) % t.log_every == 0;
+    nlohmann::json grads = diag ? probe::gradient_norms(*model_) : nlohmann::json::object();
+    const double gnorm = diag ? grads.value("grad_norm", 0.0) : probe::global_grad_norm(*model_);
+    if (auto v = guard_.check(loss, gnorm); v != DivergenceGuard::Verdict::Ok) {
+      auto out = handle_divergence(v, loss, gnorm);
+      if (out.kind == TrainOutcome::Kind::Diverged) return out;
+      continue;
+    }
+    skips_in_row_ = 0;
+    if (t.clip_norm > 0 && gnorm > t.clip_norm) {  // torch.nn.utils.clip_grad_norm_
+      const double c = t.clip_norm / (gnorm + 1e-6);
+      torch::NoGradGuard ng;
+      for (auto& p : model_->parameters())
+        if (p.grad().defined()) p.grad().mul_(c);
+    }
+    const double lr = schedule_.at(step_ + 1) * lr_scale_;
+    opt_->step(lr);
+    guard_.accept(loss);
+    ++step_;
+    last_loss_ = loss;
+    win_.loss += loss_sum, win_.nll += nll_sum, win_.tokens += tokens, win_.sentences += sentences, ++win_.updates;
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    speed_ = speed_ > 0 ? 0.9 * speed_ + 0.1 * tokens / dt : tokens / dt;  // tokens/s, smoothed
+    if (diag) {
+      grads["grad_norm_clipped"] = t.clip_norm > 0 && gnorm > t.clip_norm;
+      log_step(grads, lr, std::chrono::duration<double>(Clock::now() - t_window_).count());
+      win_ = Window{};
+      t_window_ = Clock::now();
+      progress(lr, /*force=*/true);
+    } else {
+      progress(lr, false);
+    }
+    if (step_ % t.eval_every == 0 || step_ == t.max_steps) validate_now();
+    if (step_ % t.checkpoint_every == 0 || step_ == t.max_steps) save_last();
+  }
+  if (!o_.quiet) std::cerr << "\n";
+  return {TrainOutcome::Kind::Finished, step_,
+          fmt::format("finished {} steps; best valid loss {:.4f}; run in {}", step_, best_valid_, o_.run_dir)};
+}
+
+}  // namespace
+
+TrainOutcome train(const TrainOptions& o) {
+  Trainer t(o);
+  return t.run();
+}
+
+}  // namespace stx

@@ -1,0 +1,37 @@
+// stx/train/trainer.h — `stx train`: the training loop on a real corpus with the papers'
+// stability diagnostics logged as it trains (docs/training.md, docs/metrics.md).
+//
+// A run directory holds config.yaml, the SentencePiece model(s) spm.{src,tgt}.model,
+// metrics.jsonl, checkpoint_last.safetensors, checkpoint_best.safetensors (lowest validation
+// loss) and probe.safetensors (the ΔF probe batch's F(x, θ₀)). Every file is written atomically.
+// Per update (Vaswani et al. 2017; fairseq semantics):
+//   loss = Σ_batches Σ_t label-smoothed loss / Σ target tokens  over train.update_freq batches
+//   clip ‖g‖₂ to train.clip_norm, optimizer step with lr = schedule(step)·lr_scale
+// Divergence (non-finite loss/gradient, or a loss z-score spike) → train.on_divergence.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "stx/model/config.h"
+
+namespace stx {
+
+struct TrainOptions {
+  Config config;        // resolved and validated (model.vocab_size is replaced by the tokenizer's)
+  std::string run_dir;  // created if absent
+  bool resume = false;  // continue from run_dir/checkpoint_last.safetensors
+  bool quiet = false;   // no progress line / log lines on stderr
+};
+
+// Result of a run, for the CLI's exit code.
+struct TrainOutcome {
+  enum class Kind { Finished, Interrupted, Diverged } kind = Kind::Finished;
+  int64_t step = 0;
+  std::string message;  // one line
+  int signal = 0;       // Interrupted: the signal
+};
+
+// Trains; throws InputError on bad input (corpus, config, run directory, checkpoint).
+TrainOutcome train(const TrainOptions& o);
+
+}  // namespace stx

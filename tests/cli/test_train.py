@@ -1,0 +1,224 @@
+"""`stx train` end to end on a tiny corpus cut from the embedded Bible pairs: diagnostics in
+metrics.jsonl, exact resume after kill -9 and after SIGTERM, divergence actions, eval /
+translate / generate / plot, and bad input (exit 2, one line, nothing overwritten).
+Run: python3 tests/cli/test_train.py build/stx"""
+import gzip
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+STX = os.path.abspath(sys.argv[1])
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
+passed, failed = 0, 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def run(args, **kw):
+    return subprocess.run([STX] + args, capture_output=True, text=True, timeout=600, env=ENV, **kw)
+
+
+def lines(path, n):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [next(f).rstrip("\n") for _ in range(n)]
+
+
+def write(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(r + "\n" for r in rows))
+    return path
+
+
+def metrics(run_dir):
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def losses(run_dir):
+    """The exact loss texts per step (train and validation lines), as written."""
+    out = {}
+    for m in metrics(run_dir):
+        for k in ("loss", "nll", "valid_loss", "valid_nll", "grad_norm", "delta_f"):
+            if k in m:
+                out[(m["step"], k)] = repr(m[k])
+    return out
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def expect_bad(name, args, must_mention, untouched=()):
+    before = {p: sha(p) for p in untouched}
+    r = run(args)
+    err = [l for l in r.stderr.splitlines() if l.strip()]
+    problems = []
+    if r.returncode != 2:
+        problems.append(f"exit {r.returncode}")
+    if len(err) != 1:
+        problems.append(f"{len(err)} stderr lines: {r.stderr!r}")
+    for m in must_mention:
+        if m not in r.stderr:
+            problems.append(f"no {m!r} in {r.stderr.strip()!r}")
+    for p, h in before.items():
+        if sha(p) != h:
+            problems.append(f"{p} changed")
+    check(name, not problems, "; ".join(problems))
+
+
+with tempfile.TemporaryDirectory() as d:
+    bible = os.path.join(ROOT, "data", "default", "bible-es-en")
+    corpus = os.path.join(d, "corpus")
+    os.makedirs(corpus)
+    for split, n in (("train", 1500), ("valid", 40), ("test", 40)):
+        for lang in ("es", "en"):
+            write(os.path.join(corpus, f"{split}.{lang}"), lines(os.path.join(bible, f"{split}.{lang}.gz"), n))
+    tiny = ["--config", os.path.join(ROOT, "configs", "demo.yaml"),
+            "--set", f"data.corpus={corpus}", "--set", "data.spm_vocab_size=300",
+            "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_heads=2",
+            "--set", "model.encoder_layers=2", "--set", "model.decoder_layers=2",
+            "--set", "train.max_tokens=600", "--set", "train.max_steps=40", "--set", "train.warmup_steps=10",
+            "--set", "train.log_every=5", "--set", "train.eval_every=20", "--set", "train.checkpoint_every=5",
+            "--set", "train.valid_bleu_sentences=10", "--set", "train.probe_sentences=4"]
+
+    # 1. An uninterrupted run and its diagnostics.
+    a = os.path.join(d, "a")
+    t0 = time.time()
+    r = run(["train", "--out", a] + tiny)
+    check("train exits 0", r.returncode == 0, r.stderr[-2000:])
+    print(f"     (40 steps in {time.time() - t0:.1f} s)")
+    ms = metrics(a)
+    train_lines = [m for m in ms if "loss" in m]
+    valid_lines = [m for m in ms if "valid_loss" in m]
+    check("train lines every log_every", [m["step"] for m in train_lines] == list(range(5, 41, 5)),
+          [m["step"] for m in train_lines])
+    check("valid lines at eval_every and the end", [m["step"] for m in valid_lines] == [20, 40], valid_lines)
+    m = train_lines[-1]
+    need = ["grad_norm", "grad_norm_layer", "grad_norm_sublayer", "grad_norm_w2", "delta_f", "ln_input_norm",
+            "attn_entropy", "param_norm", "lr", "tokens_per_s"]
+    check("diagnostic keys", all(k in m for k in need), [k for k in need if k not in m])
+    check("per-layer grad norms for both stacks",
+          len(m["grad_norm_layer"]["encoder"]) == 2 and len(m["grad_norm_layer"]["decoder"]) == 2, m["grad_norm_layer"])
+    ent = m["attn_entropy"]["decoder"]["encoder_attn"]
+    check("attention entropy per layer, min ≤ mean ≤ log T",
+          all(0 <= lo <= me + 1e-9 for lo, me in zip(ent["min_head"], ent["mean"])), ent)
+    check("ΔF grows from 0", 0 < train_lines[0]["delta_f"] < train_lines[-1]["delta_f"] * 10, [t["delta_f"] for t in train_lines])
+    check("loss decreases", train_lines[-1]["loss"] < train_lines[0]["loss"], [t["loss"] for t in train_lines])
+    check("valid BLEU logged", "valid_bleu" in valid_lines[-1], valid_lines[-1])
+    for f in ("config.yaml", "spm.src.model", "spm.tgt.model", "checkpoint_last.safetensors",
+              "checkpoint_best.safetensors", "probe.safetensors"):
+        check(f"run has {f}", os.path.exists(os.path.join(a, f)))
+
+    # 2. kill -9 at a random step, resume: the same losses bit for bit.
+    b = os.path.join(d, "b")
+    p = subprocess.Popen([STX, "train", "--out", b, "--quiet"] + tiny, env=ENV,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    target = random.Random(os.getpid()).randint(8, 30)
+    while p.poll() is None:
+        try:
+            steps = [x["step"] for x in metrics(b)]
+        except (FileNotFoundError, json.JSONDecodeError):
+            steps = []
+        if steps and steps[-1] >= target:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    killed_at = max([x["step"] for x in metrics(b)] or [0])
+    r = run(["train", "--out", b, "--resume", "--quiet"])
+    check(f"resume after kill -9 (around step {killed_at}) exits 0", r.returncode == 0, r.stderr[-2000:])
+    la, lb = losses(a), losses(b)
+    diff = [k for k in la if la.get(k) != lb.get(k)]
+    check("kill -9 + resume reproduces every loss bit for bit", la == lb and not diff, diff[:5])
+
+    # 3. SIGTERM: finish the step, checkpoint, exit 143; resume reproduces the losses.
+    c = os.path.join(d, "c")
+    p = subprocess.Popen([STX, "train", "--out", c] + tiny, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while p.poll() is None and not (os.path.exists(os.path.join(c, "metrics.jsonl")) and metrics(c)):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=300)
+    check("SIGTERM exits 143 with a message", p.returncode == 143 and "--resume" in err, (p.returncode, err[-500:]))
+    r = run(["train", "--out", c, "--resume", "--quiet"])
+    check("SIGTERM + resume reproduces every loss", r.returncode == 0 and losses(c) == la, r.stderr[-500:])
+
+    # 4. Using the run.
+    r = run(["eval", "--run", a, "--split", "test", "--beam", "2", "--sentences", "10"])
+    check("eval prints loss, ppl and BLEU", r.returncode == 0 and "ppl" in r.stdout and "BLEU" in r.stdout, r.stdout + r.stderr)
+    r = run(["eval", "--run", a, "--split", "test", "--baseline", "copy"])
+    check("copy baseline", r.returncode == 0 and "copy-the-source BLEU" in r.stdout, r.stdout + r.stderr)
+    r = run(["translate", "--run", a, "--beam", "2"], input="En el principio creó Dios los cielos y la tierra.\nY dijo Dios.\n")
+    check("translate: one line out per line in", r.returncode == 0 and len(r.stdout.splitlines()) == 2, r.stdout + r.stderr)
+    r = run(["plot", a, b, "--out", os.path.join(d, "fig")])
+    pngs = [f for f in os.listdir(os.path.join(d, "fig"))] if r.returncode == 0 else []
+    check("plot writes the figures", r.returncode == 0 and {"loss.png", "delta_f.png", "entropy_lowest.png"} <= set(pngs),
+          (r.stderr, pngs))
+
+    # 5. Divergence: an absurd learning rate.
+    for action, code in (("stop", 1), ("skip", 1), ("rollback", 1)):
+        e = os.path.join(d, f"div-{action}")
+        r = run(["train", "--out", e, "--quiet"] + tiny + ["--set", "train.lr=1e30", "--set", "train.warmup_steps=0",
+                                                           "--set", "train.schedule=constant", "--set", "model.scheme=post",
+                                                           "--set", f"train.on_divergence={action}", "--set", "train.max_skips=2",
+                                                           "--set", "train.max_rollbacks=2"])
+        events = [x for x in metrics(e) if x.get("event") == "divergence"] if os.path.exists(os.path.join(e, "metrics.jsonl")) else []
+        ok = r.returncode == code and "diverged at step" in r.stderr and len(events) >= 1 and events[0]["action"] == action
+        if action != "stop":
+            ok = ok and len(events) >= 3  # max 2 skips/rollbacks, then stop
+        check(f"divergence with on_divergence {action}", ok, (r.returncode, r.stderr[-400:], events[:4]))
+
+    # 6. Bad input.
+    ck = os.path.join(a, "checkpoint_last.safetensors")
+    expect_bad("train into an existing run", ["train", "--out", a] + tiny, ["--resume"], [ck])
+    expect_bad("resume with a different model", ["train", "--out", a, "--resume", "--set", "model.d_model=64"] + [],
+               ["model.d_model"], [ck])
+    empty = os.path.join(d, "empty")
+    os.makedirs(empty)
+    for split in ("train", "valid"):
+        write(os.path.join(empty, f"{split}.es"), [])
+        write(os.path.join(empty, f"{split}.en"), [])
+    expect_bad("empty corpus", ["train", "--out", os.path.join(d, "x1")] + tiny + ["--set", f"data.corpus={empty}"], ["empty"])
+    mism = os.path.join(d, "mism")
+    os.makedirs(mism)
+    for split in ("train", "valid"):
+        write(os.path.join(mism, f"{split}.es"), ["uno", "dos", "tres"])
+        write(os.path.join(mism, f"{split}.en"), ["one", "two"])
+    expect_bad("mismatched pair counts", ["train", "--out", os.path.join(d, "x2")] + tiny + ["--set", f"data.corpus={mism}"],
+               ["3", "2"])
+    expect_bad("missing corpus", ["train", "--out", os.path.join(d, "x3")] + tiny + ["--set", "data.corpus=/nonexistent/dir"],
+               ["/nonexistent/dir"])
+    c2 = os.path.join(d, "c2")
+    os.makedirs(c2)
+    for f in ("spm.src.model", "spm.tgt.model", "config.yaml", "metrics.jsonl", "probe.safetensors"):
+        with open(os.path.join(c, f), "rb") as s, open(os.path.join(c2, f), "wb") as t:
+            t.write(s.read())
+    with open(os.path.join(c, "checkpoint_last.safetensors"), "rb") as s:
+        data = s.read()
+    with open(os.path.join(c2, "checkpoint_last.safetensors"), "wb") as t:
+        t.write(data[: len(data) // 2])
+    expect_bad("corrupt checkpoint (resume)", ["train", "--out", c2, "--resume"], ["checkpoint_last.safetensors"],
+               [os.path.join(c2, "checkpoint_last.safetensors"), os.path.join(c2, "metrics.jsonl")])
+    expect_bad("corrupt checkpoint (eval)", ["eval", "--run", c2, "--checkpoint", "last"], ["checkpoint_last.safetensors"])
+    os.remove(os.path.join(c, "spm.tgt.model"))
+    expect_bad("missing SentencePiece model", ["eval", "--run", c], ["spm.tgt.model"])
+    expect_bad("eval of a non-run", ["eval", "--run", d], ["checkpoint"])
+    expect_bad("generate with a translation run", ["generate", "--run", a, "--prompt", "hello"], ["translate"])
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
