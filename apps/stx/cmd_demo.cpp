@@ -127,8 +127,8 @@ void register_demo(Registry& reg) {
     std::cout << "\n\nWhat to look for (docs/theory.md has the measured claims):\n"
                  "  Post-LN: the LN input stays near √d (a ≈ 1) but g varies strongly from layer to layer and is "
                  "largest near the top;\n"
-                 "  Pre-LN: the residual stream grows with depth (Xiong et al. Lemma 2: (1+l/2)d ≤ E‖x_l‖² ≤ "
-                 "(1+3l/2)d) and g decreases with the layer index;\n"
+                 "  Pre-LN: the residual stream grows with depth (Xiong et al. Lemma 2, for the output x_{l+1} of "
+                 "layer l: (1+l/2)d ≤ E‖x_{l+1}‖² ≤ (1+3l/2)d) and g decreases with the layer index;\n"
                  "  DeepNorm: a = α·(LN output) + small update ≈ α = (2L)^¼ in every layer, and g is nearly "
                  "flat across layers (Wang et al. 2022);\n"
                  "  Post-LN-init: the 1/(N−l+1) scaling makes the lower layers' updates tiny at the start.\n";
