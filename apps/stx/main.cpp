@@ -19,6 +19,7 @@ void ConfigOptions::add_to(CLI::App* sub, bool config_required) {
 }  // namespace stx::cli
 
 int main(int argc, char** argv) {
+  stx::reexec_with_runtime_env(argc, argv);
   CLI::App app{"stx — stable transformers: train and study very deep Transformers (Post-LN, Pre-LN, DeepNorm, σReparam)"};
   app.set_version_flag("--version", std::string("stx ") + STX_VERSION + " (LibTorch " + TORCH_VERSION + ")");
   app.require_subcommand(1);

@@ -2,6 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -40,6 +43,19 @@ std::string mapped_blas() {
   return "";
 }
 }  // namespace
+
+void reexec_with_runtime_env(int argc, char** argv) {
+  (void)argc;
+  if (std::getenv("STX_NO_REEXEC") || std::getenv("STX_REEXECED")) return;
+  bool change = false;
+  if (!std::getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1), change = true;
+  if (!std::getenv("GLIBC_TUNABLES"))
+    setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296", 1),
+        change = true;
+  if (!change) return;
+  setenv("STX_REEXECED", "1", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: continue without the settings
+}
 
 RuntimeInfo init_runtime(int threads) {
   RuntimeInfo info;

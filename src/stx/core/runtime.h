@@ -12,6 +12,14 @@ struct RuntimeInfo {
   bool reference_blas = false;
 };
 
+// Called first in main(): when the environment lacks them, sets OMP_WAIT_POLICY=PASSIVE (idle
+// OpenMP workers sleep instead of spinning against OpenBLAS's own threads) and glibc malloc
+// tunables that keep freed memory in the heap (no mmap/munmap page-fault churn per step), then
+// re-executes the program once so they take effect (libgomp and malloc read them at load).
+// Measured on a 3-3 d=128 training step: 1,261 → 4,394 tokens/s (docs/performance.md).
+// STX_NO_REEXEC=1 disables it.
+void reexec_with_runtime_env(int argc, char** argv);
+
 // Applies the settings. threads ≤ 0: number of physical cores.
 RuntimeInfo init_runtime(int threads = 0);
 int physical_cores();
