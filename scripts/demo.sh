@@ -13,7 +13,7 @@ echo "== stx train --config configs/demo.yaml --out $RUN"
 "$STX" train --config configs/demo.yaml --out "$RUN"
 echo
 echo "== stx eval: the held-out test chapters (beam 4), and the copy-the-source baseline"
-"$STX" eval --run "$RUN" --split test --beam 4 --sentences 300
+"$STX" eval --run "$RUN" --split test --beam 4 --sentences 150
 "$STX" eval --run "$RUN" --split test --baseline copy
 echo
 echo "== stx translate: five held-out verses"

@@ -50,7 +50,7 @@ void register_eval(Registry& reg) {
       std::cout << fmt::format("{} {}: copy-the-source BLEU {:.2f} ({} sentences)\n", o->run, o->split, s.score, c.tgt.size());
     } else {
       std::vector<std::string> refs;
-      auto examples = tokenize_split(r.vocab, cfg.data, o->split, &refs);
+      auto examples = tokenize_split(r.vocab, cfg.data, o->split, cfg.model.max_len, &refs);
       Batcher batches(examples, o->max_tokens > 0 ? o->max_tokens : cfg.train.max_tokens, cfg.model.max_len, r.vocab.pad_id,
                       r.vocab.bos_id, r.vocab.eos_id, 0, false);
       auto v = evaluate_loss(*r.model, batches, cfg.train.label_smoothing, r.vocab.pad_id);

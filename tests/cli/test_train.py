@@ -170,6 +170,29 @@ with tempfile.TemporaryDirectory() as d:
     check("plot writes the figures", r.returncode == 0 and {"loss.png", "delta_f.png", "entropy_lowest.png"} <= set(pngs),
           (r.stderr, pngs))
 
+    # 4b. A language model: train a few steps, evaluate, generate.
+    moby = os.path.join(ROOT, "data", "default", "moby-dick")
+    lmc = os.path.join(d, "lmcorpus")
+    os.makedirs(lmc)
+    for split, n in (("train", 300), ("valid", 20)):
+        write(os.path.join(lmc, f"{split}.txt"), lines(os.path.join(moby, f"{split}.txt.gz"), n))
+    lm = os.path.join(d, "lm")
+    r = run(["train", "--out", lm, "--quiet", "--config", os.path.join(ROOT, "configs", "lm-deepnorm.yaml"),
+             "--set", f"data.corpus={lmc}", "--set", "data.spm_vocab_size=300", "--set", "model.d_model=32",
+             "--set", "model.d_ff=64", "--set", "model.n_heads=2", "--set", "model.decoder_layers=2",
+             "--set", "train.max_steps=10", "--set", "train.log_every=5", "--set", "train.eval_every=10",
+             "--set", "train.max_tokens=1000"])
+    check("LM train exits 0", r.returncode == 0, r.stderr[-1000:])
+    lm_lines = metrics(lm) if r.returncode == 0 else []
+    check("LM logs decoder diagnostics", any("attn_entropy" in m and "decoder" in m["attn_entropy"] for m in lm_lines), lm_lines[:1])
+    r = run(["eval", "--run", lm, "--split", "valid"])
+    check("LM eval prints perplexity", r.returncode == 0 and "ppl" in r.stdout and "BLEU" not in r.stdout, r.stdout + r.stderr)
+    r = run(["generate", "--run", lm, "--prompt", "Call me", "--max-new-tokens", "12", "--seed", "3"])
+    r2 = run(["generate", "--run", lm, "--prompt", "Call me", "--max-new-tokens", "12", "--seed", "3"])
+    check("generate continues the prompt, reproducibly", r.returncode == 0 and r.stdout.startswith("Call me") and r.stdout == r2.stdout,
+          r.stdout + r.stderr)
+    expect_bad("translate with an LM run", ["translate", "--run", lm], ["generate"])
+
     # 5. Divergence: an absurd learning rate.
     for action, code in (("stop", 1), ("skip", 1), ("rollback", 1)):
         e = os.path.join(d, f"div-{action}")

@@ -70,8 +70,8 @@ void heatmap(const Run& r, const nlohmann::json::json_pointer& key, const std::s
     const auto& a = j[key];
     layers = static_cast<int64_t>(a.size());
     for (size_t l = 0; l < a.size(); ++l)
-      if (a[l].is_number() && a[l].get<double>() > 0)
-        s << j["step"].get<int64_t>() << " " << l + 1 << " " << std::log10(a[l].get<double>()) << "\n";
+      s << j["step"].get<int64_t>() << " " << l + 1 << " "
+        << (a[l].is_number() && a[l].get<double>() > 0 ? std::log10(a[l].get<double>()) : NAN) << "\n";
     s << "\n";
   }
   if (layers == 0) return;
@@ -79,8 +79,8 @@ void heatmap(const Run& r, const nlohmann::json::json_pointer& key, const std::s
     return gnuplot_preamble(tmp) +
            fmt::format("set title {}\nset xlabel 'step'\nset ylabel 'layer'\nset cblabel 'log10 norm'\nset view map\n"
                        "set palette rgbformulae 33,13,10\nset yrange [0.5:{}.5]\n"
-                       "plot '{}/h.dat' using 1:2:3 with points pt 5 ps 1.2 palette notitle\n",
-                       quoted(title), layers, dir);
+                       "{}plot '{}/h.dat' using 1:2:3 with image notitle\n",
+                       quoted(title), layers, layers <= 24 ? "set ytics 1\n" : "", dir);
   }, png);
 }
 

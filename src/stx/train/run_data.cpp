@@ -24,18 +24,28 @@ RunVocab open_run_vocab(const std::string& run_dir, const DataConfig& d) {
   return v;
 }
 
-std::vector<Example> tokenize_split(const RunVocab& v, const DataConfig& d, const std::string& split,
+std::vector<Example> tokenize_split(const RunVocab& v, const DataConfig& d, const std::string& split, int64_t max_len,
                                     std::vector<std::string>* refs) {
   auto c = load_corpus(d, split);
-  std::vector<Example> out(c.tgt.size());
+  std::vector<Example> out;
+  out.reserve(c.tgt.size());
   const bool translation = d.task == "translation";
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, max_len - 1));
   for (size_t i = 0; i < c.tgt.size(); ++i) {
     auto y = v.tgt->encode(c.tgt[i]);
-    out[i].tgt.assign(y.begin(), y.end());
     if (translation) {
+      Example e;
+      e.tgt.assign(y.begin(), y.end());
       auto x = v.src->encode(c.src[i]);
-      out[i].src.assign(x.begin(), x.end());
-      out[i].src.push_back(static_cast<int32_t>(v.eos_id));
+      e.src.assign(x.begin(), x.end());
+      e.src.push_back(static_cast<int32_t>(v.eos_id));
+      out.push_back(std::move(e));
+    } else {
+      for (size_t a = 0; a < y.size() || a == 0; a += chunk) {
+        Example e;
+        e.tgt.assign(y.begin() + static_cast<long>(a), y.begin() + static_cast<long>(std::min(y.size(), a + chunk)));
+        out.push_back(std::move(e));
+      }
     }
   }
   if (refs) *refs = std::move(c.tgt);
@@ -69,8 +79,8 @@ RunData load_run_data(const Config& cfg, const std::string& run_dir, bool reuse_
   RunData r;
   r.vocab = open_run_vocab(run_dir, d);
   const auto& v = r.vocab;
-  auto train = tokenize_split(v, d, "train");
-  r.valid_examples = tokenize_split(v, d, "valid", &r.valid_refs);
+  auto train = tokenize_split(v, d, "train", cfg.model.max_len);
+  r.valid_examples = tokenize_split(v, d, "valid", cfg.model.max_len, &r.valid_refs);
   const auto& t = cfg.train;
   const int64_t max_len = cfg.model.max_len;
   r.train = std::make_unique<Batcher>(std::move(train), t.max_tokens, max_len, v.pad_id, v.bos_id, v.eos_id,

@@ -23,8 +23,10 @@ struct RunVocab {
 };
 RunVocab open_run_vocab(const std::string& run_dir, const DataConfig& d);
 
-// A split tokenized as batcher examples; `refs` (optional) receives the raw target lines.
-std::vector<Example> tokenize_split(const RunVocab& v, const DataConfig& d, const std::string& split,
+// A split tokenized as batcher examples; `refs` (optional) receives the raw target lines. For
+// lm, a segment longer than max_len − 1 pieces is cut into consecutive chunks of that length
+// (bos/eos take the last position), so no text is dropped.
+std::vector<Example> tokenize_split(const RunVocab& v, const DataConfig& d, const std::string& split, int64_t max_len,
                                     std::vector<std::string>* refs = nullptr);
 
 struct RunData {
