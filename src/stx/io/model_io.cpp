@@ -5,18 +5,11 @@
 #include <sstream>
 
 #include "stx/core/error.h"
+#include "stx/core/shape_text.h"
 #include "stx/io/config_io.h"
 #include "stx/io/safetensors.h"
 
 namespace stx {
-
-namespace {
-std::string shape_str(c10::IntArrayRef s) {
-  std::ostringstream os;
-  os << s;
-  return os.str();
-}
-}  // namespace
 
 void save_model(const std::string& path, TransformerImpl& model, const Config& cfg) {
   std::vector<std::pair<std::string, torch::Tensor>> out;

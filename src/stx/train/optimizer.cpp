@@ -14,15 +14,10 @@
 #include <sstream>
 
 #include "stx/core/error.h"
+#include "stx/core/shape_text.h"
 
 namespace stx {
 namespace {
-
-std::string shape_str(c10::IntArrayRef s) {
-  std::ostringstream os;
-  os << s;
-  return os.str();
-}
 
 // One flat buffer per (device, dtype) of the largest parameter's size; every parameter gets a
 // view of its own shape at the start of it (the views are used one parameter at a time).
