@@ -1,6 +1,6 @@
 // stx/eval/decode.cpp — greedy and beam-search translation, temperature/top-k sampling.
-// No incremental key/value cache: every step re-runs the decoder on the whole prefix (O(T²)
-// per sentence) and projects only the last position. Beam search, as fairseq's
+// Each step feeds only the newest token through the decoder with a key/value cache
+// (model/incremental.h) that follows the surviving rows, and projects that position. Beam search, as fairseq's
 // SequenceGenerator selects candidates: each step ranks the 2k best extensions of all live
 // hypotheses of a source by cumulative log-probability; an eos extension among the first k is
 // finished (scored sum / len^α), the first k non-eos extensions stay live. A source is done
@@ -54,10 +54,11 @@ void check_ids(const std::vector<int32_t>& ids, int64_t V, const std::string& wh
   for (size_t i = 0; i < ids.size(); ++i) check_id(ids[i], V, what + " token " + std::to_string(i));
 }
 
-// Log-probabilities [N, V] (float64, CPU) of the next token after each prefix [N, t].
-torch::Tensor next_log_probs(TransformerImpl& model, const torch::Tensor& prefix, const torch::Tensor& memory,
-                             const torch::Tensor& memory_pad) {
-  auto h = model.decoder->forward(prefix, memory, memory_pad, nullptr);
+// Log-probabilities [N, V] (float64, CPU) of the token after `last` [N, t] given the cached
+// earlier positions (memory/memory_pad: the encoder output, read on the first step).
+torch::Tensor next_log_probs(TransformerImpl& model, const torch::Tensor& last, const torch::Tensor& memory,
+                             const torch::Tensor& memory_pad, DecoderCache& cache) {
+  auto h = model.decoder->step(last, memory, memory_pad, cache);
   auto logits = model.project(h.select(1, h.size(1) - 1));
   return torch::log_softmax(logits.to(torch::kFloat64), -1).to(torch::kCPU);
 }
@@ -80,12 +81,10 @@ std::vector<std::vector<int32_t>> greedy(TransformerImpl& model, const Chunk& c,
   std::vector<std::vector<int32_t>> out(B);
   std::vector<int64_t> active(B);  // chunk rows still decoding, in prefix row order
   std::iota(active.begin(), active.end(), 0);
-  auto prefix = torch::full({B, 1}, o.bos_id, torch::dtype(torch::kInt64).device(dev));
+  auto last = torch::full({B, 1}, o.bos_id, torch::dtype(torch::kInt64).device(dev));
+  DecoderCache cache;
   for (int64_t step = 0; !active.empty(); ++step) {
-    auto rows = torch::tensor(active, torch::kInt64).to(dev);
-    auto mem = c.memory.index_select(0, rows);
-    auto pad = c.memory_pad.defined() ? c.memory_pad.index_select(0, rows) : torch::Tensor();
-    auto lp = next_log_probs(model, prefix, mem, pad);
+    auto lp = next_log_probs(model, last, c.memory, c.memory_pad, cache);
     forbid_specials(lp, forbidden);
     auto best = lp.argmax(1);
     auto best_a = best.accessor<int64_t, 1>();
@@ -100,9 +99,8 @@ std::vector<std::vector<int32_t>> greedy(TransformerImpl& model, const Chunk& c,
       next_tok.push_back(tok);
     }
     if (keep.empty()) break;
-    auto keep_t = torch::tensor(keep, torch::kInt64).to(dev);
-    auto tok_t = torch::tensor(next_tok, torch::kInt64).to(dev).unsqueeze(1);
-    prefix = torch::cat({prefix.index_select(0, keep_t), tok_t}, 1);
+    if (keep.size() < active.size()) cache.reorder(torch::tensor(keep, torch::kInt64).to(dev));
+    last = torch::tensor(next_tok, torch::kInt64).to(dev).unsqueeze(1);
     active = std::move(next_active);
   }
   return out;
@@ -123,11 +121,9 @@ std::vector<std::vector<int32_t>> beam_search(TransformerImpl& model, const Chun
   std::iota(owner.begin(), owner.end(), 0);
   std::vector<double> score(B, 0.0);
   auto prefix = torch::full({B, 1}, o.bos_id, torch::dtype(torch::kInt64).device(dev));
+  DecoderCache cache;
   for (int64_t step = 0; !owner.empty(); ++step) {
-    auto rows = torch::tensor(owner, torch::kInt64).to(dev);
-    auto mem = c.memory.index_select(0, rows);
-    auto pad = c.memory_pad.defined() ? c.memory_pad.index_select(0, rows) : torch::Tensor();
-    auto lp = next_log_probs(model, prefix, mem, pad);
+    auto lp = next_log_probs(model, prefix.narrow(1, step, 1), c.memory, c.memory_pad, cache);
     forbid_specials(lp, forbidden);
     auto cand = lp + torch::tensor(score, torch::kFloat64).unsqueeze(1);  // cumulative scores [N, V]
     const double len_norm = std::pow(static_cast<double>(step + 1), o.length_penalty);
@@ -191,6 +187,7 @@ std::vector<std::vector<int32_t>> beam_search(TransformerImpl& model, const Chun
     auto rows_t = torch::tensor(src_rows, torch::kInt64).to(dev);
     auto tok_t = torch::tensor(new_tok, torch::kInt64).to(dev).unsqueeze(1);
     prefix = torch::cat({prefix.index_select(0, rows_t), tok_t}, 1);
+    cache.reorder(rows_t);
     owner = std::move(new_owner);
     score = std::move(new_score);
   }
@@ -304,9 +301,10 @@ std::vector<int32_t> sample(TransformerImpl& model, const std::vector<int32_t>& 
   // bos + prompt + output fit in max_len positions.
   const int64_t n_new = std::min(o.max_new_tokens, cfg.max_len - P);
   std::vector<int32_t> out;
+  DecoderCache cache;
+  auto x = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(dev);  // bos + prompt first, then one token a step
   for (int64_t step = 0; step < n_new; ++step) {
-    auto x = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(dev);
-    auto h = model.decoder->forward(x, {}, {}, nullptr);
+    auto h = model.decoder->step(x, {}, {}, cache);
     auto logits = model.project(h.select(1, h.size(1) - 1))[0].to(torch::kCPU, torch::kFloat64);
     logits[o.bos_id] = kNegInf;
     if (cfg.pad_id >= 0 && cfg.pad_id != o.eos_id) logits[cfg.pad_id] = kNegInf;
@@ -326,7 +324,7 @@ std::vector<int32_t> sample(TransformerImpl& model, const std::vector<int32_t>& 
     }
     if (tok == o.eos_id) break;
     out.push_back(static_cast<int32_t>(tok));
-    ids.push_back(tok);
+    x = torch::full({1, 1}, tok, torch::dtype(torch::kInt64).device(dev));
   }
   return out;
 }

@@ -12,28 +12,64 @@ AttentionImpl::AttentionImpl(int64_t d, int64_t heads, bool bias, bool sigma_rep
   out_proj = register_module("out_proj", Linear(d, d, bias, sigma_reparam));
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
-                                     bool causal, const TapSite& tap) {
-  const int64_t B = x.size(0), Tq = x.size(1), Tk = memory.size(1);
-  auto split = [&](const torch::Tensor& t, int64_t T) {  // [B, T, d] → [B, H, T, d_h]
-    return t.view({B, T, heads_, d_head_}).transpose(1, 2);
-  };
-  auto q = split(q_proj->forward(x), Tq);
-  auto k = split(k_proj->forward(memory), Tk);
-  auto v = split(v_proj->forward(memory), Tk);
+torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                    const torch::Tensor& mask, const TapSite& tap) {
   auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d_head_)));
-  torch::Tensor mask;
-  if (key_pad.defined()) mask = key_pad.view({B, 1, 1, Tk});
-  if (causal) {
-    auto future = torch::ones({Tq, Tk}, torch::dtype(torch::kBool).device(x.device())).triu(1);
-    mask = mask.defined() ? mask.logical_or(future) : future;
-  }
   if (mask.defined()) scores = scores.masked_fill(mask, -1e9);
   auto probs = torch::softmax(scores, -1);
   tap("probs", probs);
   if (attention_dropout_ > 0 && is_training()) probs = torch::dropout(probs, attention_dropout_, true);
+  const int64_t B = q.size(0), Tq = q.size(2);
   auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, Tq, heads_ * d_head_});
   return out_proj->forward(out);
+}
+
+namespace {
+// [B, T, d] → [B, H, T, d_h]
+torch::Tensor split_heads(const torch::Tensor& t, int64_t heads, int64_t d_head) {
+  return t.view({t.size(0), t.size(1), heads, d_head}).transpose(1, 2);
+}
+// Query i (absolute position offset + i) must not see keys after it: [Tq, Tk] bool.
+torch::Tensor future_mask(int64_t Tq, int64_t Tk, int64_t offset, const torch::Device& dev) {
+  return torch::ones({Tq, Tk}, torch::dtype(torch::kBool).device(dev)).triu(offset + 1);
+}
+}  // namespace
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
+                                     bool causal, const TapSite& tap) {
+  const int64_t B = x.size(0), Tq = x.size(1), Tk = memory.size(1);
+  auto q = split_heads(q_proj->forward(x), heads_, d_head_);
+  auto k = split_heads(k_proj->forward(memory), heads_, d_head_);
+  auto v = split_heads(v_proj->forward(memory), heads_, d_head_);
+  torch::Tensor mask;
+  if (key_pad.defined()) mask = key_pad.view({B, 1, 1, Tk});
+  if (causal) {
+    auto future = future_mask(Tq, Tk, 0, x.device());
+    mask = mask.defined() ? mask.logical_or(future) : future;
+  }
+  return attend(q, k, v, mask, tap);
+}
+
+torch::Tensor AttentionImpl::forward_step(const torch::Tensor& x, const torch::Tensor& memory,
+                                          const torch::Tensor& key_pad, torch::Tensor& k, torch::Tensor& v) {
+  const int64_t B = x.size(0), t = x.size(1);
+  auto q = split_heads(q_proj->forward(x), heads_, d_head_);
+  torch::Tensor mask;
+  if (!memory.defined()) {  // self-attention: append the new positions' keys and values
+    auto k_new = split_heads(k_proj->forward(x), heads_, d_head_);
+    auto v_new = split_heads(v_proj->forward(x), heads_, d_head_);
+    const int64_t L = k.defined() ? k.size(2) : 0;
+    k = L ? torch::cat({k, k_new}, 2) : k_new;
+    v = L ? torch::cat({v, v_new}, 2) : v_new;
+    if (t > 1) mask = future_mask(t, L + t, L, x.device());
+  } else {
+    if (!k.defined()) {
+      k = split_heads(k_proj->forward(memory), heads_, d_head_);
+      v = split_heads(v_proj->forward(memory), heads_, d_head_);
+    }
+    if (key_pad.defined()) mask = key_pad.view({B, 1, 1, k.size(2)});
+  }
+  return attend(q, k, v, mask, {});
 }
 
 }  // namespace stx

@@ -17,10 +17,18 @@ class AttentionImpl : public torch::nn::Module {
   // keys after the query. Records "probs" at `tap` when asked.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
                         bool causal, const TapSite& tap = {});
+  // Incremental decoding (eval): x [B, t, d] are the newest t positions. Self-attention
+  // (memory undefined): their keys/values are appended to k, v [B, H, L, d_h] (undefined at
+  // first) and query i attends to keys 0 … L+i. Cross-attention: k, v are computed from memory
+  // when undefined, then reused. Equals forward() on the whole prefix up to rounding.
+  torch::Tensor forward_step(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
+                             torch::Tensor& k, torch::Tensor& v);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
 
  private:
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& mask, const TapSite& tap);  // [B,H,Tq,d_h] → [B,Tq,d]
   int64_t heads_, d_head_;
   double attention_dropout_;
 };

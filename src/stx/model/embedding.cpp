@@ -27,17 +27,17 @@ Embedder::Embedder(const ModelConfig& cfg)
 }
 
 torch::Tensor Embedder::operator()(const torch::Tensor& tokens, const torch::Tensor& E, const torch::Tensor& P,
-                                   bool training) {
+                                   bool training, int64_t offset) {
   const int64_t T = tokens.size(1);
-  if (T > max_len_)
-    throw InputError("sequence length " + std::to_string(T) + " exceeds model.max_len = " + std::to_string(max_len_));
+  if (offset + T > max_len_)
+    throw InputError("sequence length " + std::to_string(offset + T) + " exceeds model.max_len = " + std::to_string(max_len_));
   auto x = torch::embedding(E, tokens);
   if (scale_ != 1.0) x = x * scale_;
-  if (positions_ == Positions::Learned) x = x + P.index({Slice(0, T)});
+  if (positions_ == Positions::Learned) x = x + P.index({Slice(offset, offset + T)});
   if (positions_ == Positions::Sinusoidal) {
     if (sinusoid_.device() != x.device() || sinusoid_.scalar_type() != x.scalar_type())
       sinusoid_ = sinusoid_.to(x.device(), x.scalar_type());
-    x = x + sinusoid_.index({Slice(0, T)});
+    x = x + sinusoid_.index({Slice(offset, offset + T)});
   }
   return dropout_ > 0 && training ? torch::dropout(x, dropout_, true) : x;
 }

@@ -24,7 +24,9 @@ TORCH_MODULE(Table);
 class Embedder {
  public:
   explicit Embedder(const ModelConfig& cfg);
-  torch::Tensor operator()(const torch::Tensor& tokens, const torch::Tensor& E, const torch::Tensor& P, bool training);
+  // offset: position of tokens[:, 0] (incremental decoding; 0 otherwise).
+  torch::Tensor operator()(const torch::Tensor& tokens, const torch::Tensor& E, const torch::Tensor& P, bool training,
+                           int64_t offset = 0);
 
  private:
   torch::Tensor sinusoid_;  // cached table [max_len, d]

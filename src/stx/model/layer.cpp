@@ -38,4 +38,20 @@ torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& s
       tap);
 }
 
+torch::Tensor LayerImpl::forward_step(const torch::Tensor& x0, const torch::Tensor& memory,
+                                      const torch::Tensor& memory_pad, LayerCache& c) {
+  const std::array<const char*, 3> none{"", "", ""};  // no taps while decoding
+  auto x = residual(
+      spec_, false, self_attn_layer_norm, "",
+      [&](const torch::Tensor& h) { return self_attn->forward_step(h, {}, {}, c.self_k, c.self_v); }, x0, none, {});
+  if (encoder_attn) {
+    x = residual(
+        spec_, false, encoder_attn_layer_norm, "",
+        [&](const torch::Tensor& h) { return encoder_attn->forward_step(h, memory, memory_pad, c.cross_k, c.cross_v); },
+        x, none, {});
+  }
+  return residual(spec_, false, final_layer_norm, "", [&](const torch::Tensor& h) { return ffn->forward(h); }, x,
+                  none, {});
+}
+
 }  // namespace stx

@@ -8,6 +8,7 @@
 #include "stx/model/attention.h"
 #include "stx/model/config.h"
 #include "stx/model/ffn.h"
+#include "stx/model/incremental.h"
 #include "stx/model/norm.h"
 #include "stx/model/residual.h"
 
@@ -19,6 +20,9 @@ class LayerImpl : public torch::nn::Module {
   LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alpha);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& self_pad, const torch::Tensor& memory,
                         const torch::Tensor& memory_pad, const TapSite& tap = {});
+  // Incremental decoding (eval): x [B, t, d] the newest positions; see AttentionImpl::forward_step.
+  torch::Tensor forward_step(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_pad,
+                             LayerCache& cache);
 
   Attention self_attn{nullptr}, encoder_attn{nullptr};
   FFN ffn{nullptr};

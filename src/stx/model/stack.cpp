@@ -34,6 +34,20 @@ torch::Tensor StackImpl::forward(const torch::Tensor& tokens, const torch::Tenso
   return run_layers(x, padding_mask(tokens), memory, memory_pad, taps);
 }
 
+torch::Tensor StackImpl::step(const torch::Tensor& tokens, const torch::Tensor& memory,
+                              const torch::Tensor& memory_pad, DecoderCache& cache) {
+  if (cache.layers.empty()) {
+    cache.layers.resize(layers.size());
+    cache.memory_pad = memory_pad;
+  }
+  auto x = embed_(tokens, embed_tokens->weight, embed_positions ? embed_positions->weight : torch::Tensor(), false,
+                  cache.length);
+  for (size_t i = 0; i < layers.size(); ++i) x = layers[i]->forward_step(x, memory, cache.memory_pad, cache.layers[i]);
+  if (layer_norm) x = layer_norm->forward(x);
+  cache.length += tokens.size(1);
+  return x;
+}
+
 torch::Tensor StackImpl::run_layers(torch::Tensor x, const torch::Tensor& self_pad, const torch::Tensor& memory,
                                     const torch::Tensor& memory_pad, Taps* taps) {
   const TapSite site{taps, name_ + "."};

@@ -32,6 +32,10 @@ class StackImpl : public torch::nn::Module {
   // feed Gaussian inputs here. self_pad: [B, T] padding mask or undefined.
   torch::Tensor run_layers(torch::Tensor x, const torch::Tensor& self_pad, const torch::Tensor& memory,
                            const torch::Tensor& memory_pad, Taps* taps = nullptr);
+  // Incremental decoding (decoder, eval): hidden [B, t, d] of the next t tokens [B, t] at
+  // positions cache.length …; memory/memory_pad are read on the first step only (cached).
+  torch::Tensor step(const torch::Tensor& tokens, const torch::Tensor& memory, const torch::Tensor& memory_pad,
+                     DecoderCache& cache);
   // Key-padding mask of tokens ([B, T] bool, true at padding), undefined when pad_id < 0.
   torch::Tensor padding_mask(const torch::Tensor& tokens) const;
 
