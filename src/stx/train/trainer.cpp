@@ -133,11 +133,11 @@ void Trainer::setup() {
 
   // ΔF probe: the first probe_sentences validation examples, F(x, θ₀) snapshotted once per run.
   probe_.emplace(model_, data_->probe.src, data_->probe.tgt_in);
+  // The run's config as it now is (a resume may change the keys resume_incompatibility allows,
+  // e.g. train.max_steps; the next resume starts from these).
+  write_atomically(path("config.yaml"), [&](const std::string& tmp) { std::ofstream(tmp) << config_to_yaml(cfg_); });
   if (fresh) {
     save_safetensors(path("probe.safetensors"), {{"f0", probe_->reference()}});
-    write_atomically(path("config.yaml"), [&](const std::string& tmp) {
-      std::ofstream(tmp) << config_to_yaml(cfg_);
-    });
   } else {
     restore_checkpoint(*ck, *model_, *opt_, path("checkpoint_last.safetensors"));
     const auto& st = ck->train_state;
@@ -236,6 +236,7 @@ void Trainer::progress(double lr, bool force) {
 TrainOutcome Trainer::run() {
   setup();
   install_stop_handlers();
+  t_start_ = t_window_ = Clock::now();
   const auto& t = cfg_.train;
   while (step_ < t.max_steps) {
     if (int sig = stop_signal()) {
@@ -293,8 +294,10 @@ TrainOutcome Trainer::run() {
     } else {
       progress(lr, false);
     }
+    const auto t_aside = Clock::now();  // validation and checkpoints do not count in tokens_per_s
     if (step_ % t.eval_every == 0 || step_ == t.max_steps) validate_now();
     if (step_ % t.checkpoint_every == 0 || step_ == t.max_steps) save_last();
+    t_window_ += Clock::now() - t_aside;
   }
   if (!o_.quiet) std::cerr << "\n";
   return {TrainOutcome::Kind::Finished, step_,
