@@ -191,6 +191,7 @@ std::vector<Key> keys_of(Config& c) {
       real_key("train.rollback_lr_factor", t.rollback_lr_factor),
       int_key("train.probe_sentences", t.probe_sentences),
       int_key("train.valid_bleu_sentences", t.valid_bleu_sentences),
+      int_key("train.valid_sentences", t.valid_sentences),
       choice_key("data.task", d.task, {"translation", "lm"}),
       string_key("data.corpus", d.corpus),
       string_key("data.src_lang", d.src_lang),
@@ -349,6 +350,7 @@ void validate(const Config& c) {
     fail("train.rollback_lr_factor", std::to_string(t.rollback_lr_factor), "must be in (0, 1]");
   positive("train.probe_sentences", t.probe_sentences);
   if (t.valid_bleu_sentences < 0) fail("train.valid_bleu_sentences", std::to_string(t.valid_bleu_sentences), "must be ≥ 0");
+  if (t.valid_sentences < 0) fail("train.valid_sentences", std::to_string(t.valid_sentences), "must be ≥ 0 (0: the whole split)");
   positive("train.eval_every", t.eval_every);
   positive("train.checkpoint_every", t.checkpoint_every);
   if (c.data.spm_vocab_size <= 0) fail("data.spm_vocab_size", std::to_string(c.data.spm_vocab_size), "must be a positive integer");

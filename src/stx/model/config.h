@@ -74,6 +74,7 @@ struct TrainConfig {
   double rollback_lr_factor = 0.5;     // on_divergence rollback: lr multiplier per rollback
   int64_t probe_sentences = 8;         // ΔF / entropy / LN-norm probe batch: first N valid examples
   int64_t valid_bleu_sentences = 200;  // greedy BLEU on the first N valid sentences at each eval (0: off)
+  int64_t valid_sentences = 0;         // validation loss on the first N valid examples (0: all)
 };
 
 struct DataConfig {

@@ -1,5 +1,7 @@
 #include "stx/model/linear.h"
 
+#include "stx/model/checkpointing.h"
+
 namespace stx {
 
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias, bool sigma_reparam)
@@ -32,7 +34,7 @@ torch::Tensor LinearImpl::effective_weight() {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-  if (sigma_reparam_ && is_training()) {
+  if (sigma_reparam_ && is_training() && !recomputing_activations()) {  // once per step
     torch::NoGradGuard no_grad;  // one power iteration (the buffers are constants for autograd)
     v.copy_(torch::nn::functional::normalize(torch::mv(weight.t(), u), torch::nn::functional::NormalizeFuncOptions().dim(0)));
     u.copy_(torch::nn::functional::normalize(torch::mv(weight, v), torch::nn::functional::NormalizeFuncOptions().dim(0)));

@@ -1,5 +1,7 @@
 #include "stx/model/stack.h"
 
+#include "stx/model/checkpointing.h"
+
 namespace stx {
 
 StackImpl::StackImpl(const ModelConfig& cfg, Side side, double alpha, Table shared_tokens, bool output_head)
@@ -51,8 +53,12 @@ torch::Tensor StackImpl::step(const torch::Tensor& tokens, const torch::Tensor& 
 torch::Tensor StackImpl::run_layers(torch::Tensor x, const torch::Tensor& self_pad, const torch::Tensor& memory,
                                     const torch::Tensor& memory_pad, Taps* taps) {
   const TapSite site{taps, name_ + "."};
-  for (size_t i = 0; i < layers.size(); ++i)
-    x = layers[i]->forward(x, self_pad, memory, memory_pad, site.sub("layers." + std::to_string(i)));
+  if (checkpoint_activations_ && is_training() && torch::GradMode::is_enabled() && !taps) {
+    for (auto& layer : layers) x = checkpointed_layer(*layer, x, self_pad, memory, memory_pad);
+  } else {
+    for (size_t i = 0; i < layers.size(); ++i)
+      x = layers[i]->forward(x, self_pad, memory, memory_pad, site.sub("layers." + std::to_string(i)));
+  }
   if (layer_norm) {
     site("layer_norm.input", x);
     x = layer_norm->forward(x);

@@ -42,6 +42,9 @@ class StackImpl : public torch::nn::Module {
   Side side() const { return side_; }
   const std::string& name() const { return name_; }
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
+  // Recompute each layer's activations in backward (model/checkpointing.h) when training
+  // with gradients and no taps.
+  void set_checkpoint_activations(bool on) { checkpoint_activations_ = on; }
 
   Table embed_tokens{nullptr}, embed_positions{nullptr};
   std::vector<Layer> layers;  // registered as layers.{i}
@@ -52,6 +55,7 @@ class StackImpl : public torch::nn::Module {
   Side side_;
   std::string name_;
   int64_t pad_id_;
+  bool checkpoint_activations_ = false;
   Embedder embed_;
   torch::nn::ModuleList layer_list_;
 };

@@ -23,6 +23,11 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor project(const torch::Tensor& h);  // h W_outᵀ
 
   const ModelConfig& config() const { return cfg_; }
+  // train.checkpoint_activations: per-layer activation checkpointing in every stack.
+  void set_checkpoint_activations(bool on) {
+    if (encoder) encoder->set_checkpoint_activations(on);
+    if (decoder) decoder->set_checkpoint_activations(on);
+  }
   // Parameters and buffers under their DESIGN.md names, in registration order.
   std::vector<std::pair<std::string, torch::Tensor>> state() const;
 

@@ -82,6 +82,10 @@ RunData load_run_data(const Config& cfg, const std::string& run_dir, bool reuse_
   auto train = tokenize_split(v, d, "train", cfg.model.max_len);
   r.valid_examples = tokenize_split(v, d, "valid", cfg.model.max_len, &r.valid_refs);
   const auto& t = cfg.train;
+  if (t.valid_sentences > 0 && t.valid_sentences < static_cast<int64_t>(r.valid_examples.size())) {
+    r.valid_examples.resize(static_cast<size_t>(t.valid_sentences));
+    if (r.valid_refs.size() > r.valid_examples.size()) r.valid_refs.resize(r.valid_examples.size());
+  }
   const int64_t max_len = cfg.model.max_len;
   r.train = std::make_unique<Batcher>(std::move(train), t.max_tokens, max_len, v.pad_id, v.bos_id, v.eos_id,
                                       static_cast<uint64_t>(t.seed), /*shuffle=*/true);

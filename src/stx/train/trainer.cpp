@@ -14,7 +14,10 @@
 #include <iostream>
 #include <optional>
 
+#include <sys/resource.h>
+
 #include "stx/core/atomic_file.h"
+#include "stx/core/device.h"
 #include "stx/core/error.h"
 #include "stx/io/config_io.h"
 #include "stx/io/safetensors.h"
@@ -69,6 +72,7 @@ class Trainer {
   TrainOptions o_;
   Config cfg_;
   std::optional<RunData> data_;
+  torch::Device device_{torch::kCPU};
   Transformer model_{nullptr};
   std::optional<Optimizer> opt_;
   std::optional<probe::ModelUpdate> probe_;
@@ -122,9 +126,14 @@ void Trainer::setup() {
   cfg_.model.pad_id = data_->vocab.pad_id;
   validate(cfg_);
 
+  device_ = resolve_device(cfg_.train.device);
   torch::manual_seed(cfg_.train.seed);
   model_ = Transformer(cfg_.model);
-  initialize(*model_, static_cast<uint64_t>(cfg_.train.seed));
+  initialize(*model_, static_cast<uint64_t>(cfg_.train.seed));  // on the CPU: the same θ₀ on any device
+  model_->to(device_);
+  model_->set_checkpoint_activations(cfg_.train.checkpoint_activations);
+  for (auto* t : {&data_->probe.src, &data_->probe.tgt_in, &data_->probe_src_mask, &data_->probe_tgt_mask})
+    if (t->defined()) *t = t->to(device_);
   torch::manual_seed(cfg_.train.seed + 1);  // the dropout stream, independent of init
   NamedTensors params;
   for (auto& p : model_->named_parameters(true)) params.emplace_back(p.key(), p.value());
@@ -137,7 +146,7 @@ void Trainer::setup() {
   // e.g. train.max_steps; the next resume starts from these).
   write_atomically(path("config.yaml"), [&](const std::string& tmp) { std::ofstream(tmp) << config_to_yaml(cfg_); });
   if (fresh) {
-    save_safetensors(path("probe.safetensors"), {{"f0", probe_->reference()}});
+    save_safetensors(path("probe.safetensors"), {{"f0", probe_->reference().to(torch::kCPU)}});
   } else {
     restore_checkpoint(*ck, *model_, *opt_, path("checkpoint_last.safetensors"));
     const auto& st = ck->train_state;
@@ -152,7 +161,7 @@ void Trainer::setup() {
     auto saved = load_safetensors(path("probe.safetensors"));
     const auto* f0 = saved.find("f0");
     if (!f0) throw InputError(path("probe.safetensors") + ": no tensor 'f0'");
-    probe_->set_reference(*f0, probe_->hidden());
+    probe_->set_reference(f0->to(device_), probe_->hidden());
     last_checkpoint_step_ = step_;
   }
   log_.emplace(path("metrics.jsonl"), fresh ? 0 : step_);
@@ -204,6 +213,9 @@ void Trainer::log_step(const nlohmann::json& grads, double lr, double seconds) {
   r["delta_f_step"] = upd.from_previous;
   r.update(probe::norm_and_entropy(taps, cfg_.model.d_model, data_->probe_src_mask, data_->probe_tgt_mask));
   r.update(probe::weight_stats(*model_));
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  r["peak_rss_mb"] = static_cast<double>(ru.ru_maxrss) / 1024.0;  // the process's peak resident memory so far
   log_->write(r);
 }
 
@@ -256,8 +268,13 @@ TrainOutcome Trainer::run() {
     opt_->zero_grad();
     double loss_sum = 0, nll_sum = 0;
     for (auto& b : batches) {
-      auto logits = model_->forward(b.src, b.tgt_in);
-      auto ls = label_smoothed_loss(logits, b.tgt_out, t.label_smoothing, cfg_.model.pad_id);
+      auto on = [&](const torch::Tensor& x) { return x.defined() ? x.to(device_) : x; };
+      LossSums ls;
+      {
+        AutocastScope autocast(device_);  // bf16 on CUDA
+        auto logits = model_->forward(on(b.src), on(b.tgt_in));
+        ls = label_smoothed_loss(logits, on(b.tgt_out), t.label_smoothing, cfg_.model.pad_id);
+      }
       (ls.loss / static_cast<double>(tokens)).backward();
       loss_sum += ls.loss.item<double>(), nll_sum += ls.nll.item<double>();
     }

@@ -12,9 +12,12 @@ Validation evaluate_loss(TransformerImpl& model, const Batcher& batches, double 
   torch::NoGradGuard ng;
   double loss = 0, nll = 0;
   int64_t tokens = 0;
+  auto params = model.parameters();
+  const auto dev = params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+  auto on = [&](const torch::Tensor& x) { return x.defined() ? x.to(dev) : x; };
   for (int64_t i = 0; i < batches.batches_per_epoch(); ++i) {
     auto b = batches.batch(i);
-    auto ls = label_smoothed_loss(model.forward(b.src, b.tgt_in), b.tgt_out, label_smoothing, pad_id);
+    auto ls = label_smoothed_loss(model.forward(on(b.src), on(b.tgt_in)), on(b.tgt_out), label_smoothing, pad_id);
     loss += ls.loss.item<double>(), nll += ls.nll.item<double>(), tokens += ls.tokens;
   }
   model.train(was_training);

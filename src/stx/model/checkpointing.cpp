@@ -1,0 +1,74 @@
+#include "stx/model/checkpointing.h"
+
+#include <ATen/autocast_mode.h>
+
+namespace stx {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+thread_local bool recomputing = false;
+
+// Function::apply cannot take undefined tensors (LibTorch 1.13): "none" travels as a [0] tensor.
+torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
+torch::Tensor unpack(const torch::Tensor& t) { return t.dim() == 1 && t.numel() == 0 ? torch::Tensor() : t; }
+
+// The default generator of x's device: dropout draws from it.
+at::Generator generator_of(const torch::Tensor& x) { return at::globalContext().defaultGenerator(x.device()); }
+
+class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
+ public:
+  // `layer` travels as an integer: the autograd context stores IValues only; the model outlives
+  // the step's graph.
+  static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor memory, torch::Tensor self_pad,
+                               torch::Tensor memory_pad, int64_t layer) {
+    ctx->save_for_backward({x, memory});
+    ctx->saved_data["self_pad"] = self_pad;  // packed
+    ctx->saved_data["memory_pad"] = memory_pad;
+    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["rng"] = generator_of(x).get_state();
+    ctx->saved_data["autocast"] = at::autocast::is_enabled();
+    // Function::forward runs with gradients off: no graph is kept for the layer.
+    return {reinterpret_cast<LayerImpl*>(layer)->forward(x, unpack(self_pad), unpack(memory), unpack(memory_pad))};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    auto x = saved[0].detach().requires_grad_(true);
+    auto memory = unpack(saved[1]);
+    if (memory.defined()) memory = memory.detach().requires_grad_(true);
+    auto* layer = reinterpret_cast<LayerImpl*>(ctx->saved_data["layer"].toInt());
+    auto gen = generator_of(x);
+    const auto now = gen.get_state();
+    gen.set_state(ctx->saved_data["rng"].toTensor());
+    const bool autocast_was = at::autocast::is_enabled();
+    at::autocast::set_enabled(ctx->saved_data["autocast"].toBool());
+    torch::Tensor y;
+    {
+      torch::AutoGradMode grad(true);
+      recomputing = true;
+      y = layer->forward(x, unpack(ctx->saved_data["self_pad"].toTensor()), memory,
+                         unpack(ctx->saved_data["memory_pad"].toTensor()));
+      recomputing = false;
+    }
+    at::autocast::set_enabled(autocast_was);
+    gen.set_state(now);
+    // Parameter gradients accumulate into .grad here (as in PyTorch's reentrant checkpoint);
+    // the inputs' gradients go back to the outer graph.
+    torch::autograd::backward({y}, {grad_out[0]});
+    return {x.grad(), memory.defined() ? memory.grad() : torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool recomputing_activations() { return recomputing; }
+
+torch::Tensor checkpointed_layer(LayerImpl& layer, const torch::Tensor& x, const torch::Tensor& self_pad,
+                                 const torch::Tensor& memory, const torch::Tensor& memory_pad) {
+  return LayerCheckpoint::apply(x, pack(memory), pack(self_pad), pack(memory_pad), reinterpret_cast<int64_t>(&layer))[0];
+}
+
+}  // namespace stx
