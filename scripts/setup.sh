@@ -8,7 +8,7 @@ PKGS=(
   libgtest-dev googletest
   gnuplot-nox
   sentencepiece libsentencepiece-dev zlib1g-dev
-  python3 python3-torch python3-numpy python3-nltk
+  python3 python3-torch python3-numpy python3-nltk python3-yaml
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -27,6 +27,8 @@ void register_eval(Registry&);
 void register_translate(Registry&);
 void register_generate(Registry&);
 void register_plot(Registry&);
+void register_sweep(Registry&);
+void register_bench(Registry&);
 
 // Common options: --config FILE and repeated --set section.key=value.
 struct ConfigOptions {

@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   stx::cli::register_translate(reg);
   stx::cli::register_generate(reg);
   stx::cli::register_plot(reg);
+  stx::cli::register_sweep(reg);
+  stx::cli::register_bench(reg);
   if (argc > 1 && argv[1][0] != '-') {  // name the unknown subcommand instead of "a subcommand is required"
     std::string names;
     bool known = false;

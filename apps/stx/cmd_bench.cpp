@@ -1,0 +1,65 @@
+// stx bench — speed of one full training step (forward, backward, optimizer) for a config:
+// tokens/s, achieved GFLOP/s from the step's FLOP count, that rate as a fraction of the sgemm
+// rate measured here on the step's own shapes, and memory (src/stx/bench/, bench/README.md).
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "command.h"
+#include "stx/bench/step_bench.h"
+#include "stx/core/atomic_file.h"
+#include "stx/core/error.h"
+#include "stx/io/config_io.h"
+
+namespace stx::cli {
+
+void register_bench(Registry& reg) {
+  struct Opts {
+    ConfigOptions cfg;
+    int64_t batch = 0, seq = 0, steps = 20, warmup = 3;
+    int threads = 0;
+    std::string json;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = reg.app.add_subcommand(
+      "bench", "time full training steps on random tokens: tokens/s, GFLOP/s vs the sgemm rate, peak memory");
+  o->cfg.add_to(sub, /*config_required=*/true);
+  // Ranges are checked after parsing, so that a bad value gets stx's one-line InputError.
+  sub->add_option("--batch", o->batch, "sequences per step (default: train.max_tokens / seq)");
+  sub->add_option("--seq", o->seq, "tokens per sequence (default: model.max_len)");
+  sub->add_option("--steps", o->steps, "timed steps (default 20)");
+  sub->add_option("--warmup", o->warmup, "untimed steps first (default 3)");
+  sub->add_option("--threads", o->threads, "intra-op threads (default: physical cores)");
+  sub->add_option("--json", o->json, "also write the report as JSON to FILE");
+  sub->add_flag("--quiet", o->quiet, "no progress lines on stderr");
+  reg.add(sub, [o, sub] {
+    auto at_least = [&](const char* flag, int64_t v, int64_t lo) {
+      if (sub->count(flag) && v < lo)
+        throw InputError(std::string(flag) + " " + std::to_string(v) + " is not allowed (must be ≥ " + std::to_string(lo) + ")");
+    };
+    at_least("--batch", o->batch, 1), at_least("--seq", o->seq, 1), at_least("--steps", o->steps, 1);
+    at_least("--warmup", o->warmup, 0), at_least("--threads", o->threads, 1);
+    bench::StepBenchOptions b;
+    b.config = resolve_config(o->cfg.config, o->cfg.overrides);
+    auto slash = o->cfg.config.find_last_of('/');
+    b.name = o->cfg.config.substr(slash == std::string::npos ? 0 : slash + 1);
+    if (auto dot = b.name.rfind(".yaml"); dot != std::string::npos) b.name.resize(dot);
+    b.batch = o->batch, b.seq = o->seq, b.steps = o->steps, b.warmup = o->warmup;
+    b.progress = !o->quiet;
+    if (o->threads > 0) torch::set_num_threads(o->threads);
+    const auto r = bench::run_step_bench(b);
+    std::cout << r.to_text() << std::flush;
+    if (!o->json.empty())
+      write_atomically(o->json, [&](const std::string& tmp) {
+        std::ofstream out(tmp);
+        out << r.to_json().dump(2) << "\n";
+        if (!out) throw InputError("cannot write " + o->json);
+      });
+    return 0;
+  });
+}
+
+}  // namespace stx::cli

@@ -1,0 +1,78 @@
+// stx sweep — residual scheme × depth grid of `stx train` runs, resumable, with a DeepNet
+// Table 1-style report (src/stx/sweep/: sweep_plan.h the grid, sweep_runner.h the runs,
+// run_status.h the classification, sweep_report.h / sweep_figures.h the outputs).
+// Exit: 0 every run ended (converged, stalled or diverged); 1 a child crashed or was killed
+// (rerun to retry); 2 bad input; 128+signal when stopped (rerun the same command to continue).
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "command.h"
+#include "stx/core/error.h"
+#include "stx/sweep/sweep_runner.h"
+
+namespace stx::cli {
+
+namespace {
+
+// The command line as typed (from /proc/self/cmdline), shell-quoted where needed.
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out, arg;
+  for (char c : all) {
+    if (c != '\0') {
+      arg += c;
+      continue;
+    }
+    const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || std::string("-_./=,:+@%").find(ch) != std::string::npos;
+    });
+    std::string q = "'";
+    for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    out += (out.empty() ? "" : " ") + (plain ? arg : q + "'");
+    arg.clear();
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_sweep(Registry& reg) {
+  struct Opts {
+    ConfigOptions cfg;
+    std::string depths, schemes = "post,post-init,pre,deepnorm,sigma", out;
+    int64_t steps = 0, early_steps = 0;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = reg.app.add_subcommand(
+      "sweep",
+      "train every residual scheme at every depth (one `stx train` per pair, resumable) and write DIR/sweep.md: a DeepNet "
+      "Table 1-style table of final validation loss (BLEU for translation) or where each run diverged, and figures");
+  o->cfg.add_to(sub, /*config_required=*/true);
+  sub->add_option("--depths", o->depths, "comma-separated layer counts, e.g. 6,18,50,100,200,1000 (encoder-decoder: L-L)")->required();
+  sub->add_option("--schemes", o->schemes,
+                  "comma-separated: post, post-init, pre, deepnorm, sigma (= post + model.sigma_reparam=true)")
+      ->capture_default_str();
+  sub->add_option("--steps", o->steps, "updates per run (train.max_steps)")->required();
+  sub->add_option("--out", o->out, "sweep directory: one run directory per pair, sweep.md, sweep.json, figures/")->required();
+  sub->add_option("--early-steps", o->early_steps, "x range of the ΔF / gradient-norm figures (default: max(100, steps/10), at most steps)");
+  sub->add_flag("--quiet", o->quiet, "no progress line on stderr (result lines still go to stdout)");
+  reg.add(sub, [o] {
+    sweep::SweepOptions s;
+    s.plan = sweep::make_plan(o->cfg.config, o->cfg.overrides, sweep::parse_schemes(o->schemes), sweep::parse_depths(o->depths),
+                              o->steps);
+    if (o->early_steps < 0) throw InputError("--early-steps " + std::to_string(o->early_steps) + ": must be ≥ 0 (0: automatic)");
+    s.early_steps = o->early_steps > 0 ? o->early_steps : std::min<int64_t>(o->steps, std::max<int64_t>(100, (o->steps + 9) / 10));
+    std::error_code ec;
+    s.exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec) throw InputError("cannot find the stx binary (/proc/self/exe): " + ec.message());
+    s.out = o->out, s.command = command_line(), s.quiet = o->quiet;
+    return sweep::run_sweep(s);
+  });
+}
+
+}  // namespace stx::cli

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# bench/compare.sh — stx vs PyTorch eager on the same model and training step, back to back.
+#   bench/compare.sh [BUILD_DIR] [--quick] [--shapes d64-l24,d512-l6,d64-l1000] [--threads N] [--same-malloc]
+# For each shape it runs `stx bench` then bench/pytorch_eager.py (same steps, same threads,
+# OMP_WAIT_POLICY=PASSIVE, denormals flushed in both) and prints
+#   shape: …   stx: X tokens/s   pytorch-eager: Y tokens/s   ratio: X/Y   (+ sgemm fraction)
+# tokens/s and `ratio:` use the mean step time; `ratio (fastest step):` compares the fastest
+# steps and `ratio (CPU time):` the process CPU time per step — both steadier on a busy machine
+# (CPU time is the best single-thread measure there; with more threads it also counts spinning). stx re-executes itself with glibc malloc tunables
+# (stx/core/runtime.h); the peer runs as a user would run it, without them, unless
+# --same-malloc gives it the same GLIBC_TUNABLES. Threads: physical cores (stx's default) unless
+# --threads N, which also sets OPENBLAS_NUM_THREADS=N for both (on a busy machine --threads 1
+# gives the steadiest ratios).
+# Shapes (batch x seq per step, steps timed after warm-up; --quick in brackets):
+#   d64-l24    configs/bench-d64-l24.yaml    4 x 64,  20 after 3  [5 after 1]   target ratio ≥ 2
+#   d512-l6    configs/bench-d512-l6.yaml    8 x 128, 10 after 2  [3 after 1]   target ratio ≥ 1.2, sgemm fraction ≥ 0.5
+#   d64-l1000  configs/bench-d64-l1000.yaml  4 x 64,   3 after 1  [1 after 1]   target ratio ≥ 5
+# The 1,000-layer PyTorch-eager step takes ~15–30 s here, hence its few steps.
+# JSON reports are kept in $STX_BENCH_OUT (default: a temporary folder, printed at the end).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$ROOT/build"
+QUICK=0
+SAME_MALLOC=0
+THREADS=0
+SHAPES="d64-l24,d512-l6,d64-l1000"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --same-malloc) SAME_MALLOC=1 ;;
+    --threads) THREADS="$2"; shift ;;
+    --threads=*) THREADS="${1#--threads=}" ;;
+    --shapes) SHAPES="$2"; shift ;;
+    --shapes=*) SHAPES="${1#--shapes=}" ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -*) echo "compare.sh: unknown option $1 (allowed: --quick, --shapes LIST, --threads N, --same-malloc)" >&2; exit 2 ;;
+    *) BUILD="$1" ;;
+  esac
+  shift
+done
+[[ $THREADS =~ ^[0-9]+$ ]] || { echo "compare.sh: --threads $THREADS is not a positive integer" >&2; exit 2; }
+IFS=',' read -r -a LIST <<< "$SHAPES"
+for s in "${LIST[@]}"; do
+  case "$s" in
+    d64-l24|d512-l6|d64-l1000) ;;
+    *) echo "compare.sh: unknown shape '$s' (allowed: d64-l24, d512-l6, d64-l1000)" >&2; exit 2 ;;
+  esac
+done
+PY=/usr/bin/python3
+[[ -x "$BUILD/stx" ]] || { echo "compare.sh: no stx binary at $BUILD/stx (build first, or pass BUILD_DIR)" >&2; exit 2; }
+"$PY" -c 'import torch, yaml' 2>/dev/null || { echo "compare.sh: $PY lacks torch or yaml (python3-torch, python3-yaml)" >&2; exit 2; }
+OUT="${STX_BENCH_OUT:-$(mktemp -d /tmp/stx-bench.XXXXXX)}"
+mkdir -p "$OUT"
+STX="$OUT/stx"  # a private copy: a rebuild during the minutes this runs cannot swap the binary
+cp "$BUILD/stx" "$STX"
+export OMP_WAIT_POLICY=PASSIVE
+STX_THREADS=()
+if [[ $THREADS != 0 ]]; then
+  export OPENBLAS_NUM_THREADS=$THREADS
+  STX_THREADS=(--threads "$THREADS")
+fi
+EAGER_ENV=()
+if [[ $SAME_MALLOC == 1 ]]; then
+  EAGER_ENV=(env GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296)
+fi
+
+field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+run_shape() {  # name batch seq steps warmup quick_steps quick_warmup
+  local name="$1" batch="$2" seq="$3" steps="$4" warmup="$5"
+  if [[ $QUICK == 1 ]]; then steps="$6" warmup="$7"; fi
+  local cfg="$ROOT/configs/bench-$name.yaml"
+  echo "== $name: $batch x $seq tokens/step, $steps timed steps after $warmup warm-up =="
+  "$STX" bench --config "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" --warmup "$warmup" "${STX_THREADS[@]}" \
+    --json "$OUT/stx-$name.json" > "$OUT/stx-$name.txt"
+  local threads; threads=$(field "$OUT/stx-$name.json" threads)
+  "${EAGER_ENV[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --config "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" \
+    --warmup "$warmup" --threads "$threads" --json "$OUT/eager-$name.json" > "$OUT/eager-$name.txt"
+  "$PY" - "$OUT/stx-$name.json" "$OUT/eager-$name.json" "$name" <<'PYEOF'
+import json, sys
+s, e = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"shape: {sys.argv[3]} (d_model {s['d_model']}, {s['layers']} layers, {s['scheme']}, "
+      f"{s['batch']}x{s['seq']} tokens/step, {s['threads']} threads)")
+print(f"stx: {s['tokens_per_s']:.1f} tokens/s  ({s['ms_per_step_mean']:.1f} ms/step, peak RSS {s['peak_rss_mb']:.0f} MB)")
+print(f"pytorch-eager: {e['tokens_per_s']:.1f} tokens/s  ({e['ms_per_step_mean']:.1f} ms/step, "
+      f"peak RSS {e['peak_rss_mb']:.0f} MB)")
+print(f"ratio: {s['tokens_per_s'] / e['tokens_per_s']:.2f}")
+print(f"ratio (fastest step): {e['ms_per_step_min'] / s['ms_per_step_min']:.2f}")
+print(f"ratio (CPU time): {e['cpu_ms_per_step'] / s['cpu_ms_per_step']:.2f}  "
+      f"({s['cpu_ms_per_step']:.1f} vs {e['cpu_ms_per_step']:.1f} CPU ms/step)")
+print(f"sgemm fraction: {s['sgemm_fraction']:.3f}  ({s['gflops']:.1f} of {s['sgemm_gflops']:.1f} GFLOP/s)")
+PYEOF
+  echo
+}
+
+for s in "${LIST[@]}"; do
+  case "$s" in
+    d64-l24) run_shape d64-l24 4 64 20 3 5 1 ;;
+    d512-l6) run_shape d512-l6 8 128 10 2 3 1 ;;
+    d64-l1000) run_shape d64-l1000 4 64 3 1 1 1 ;;
+  esac
+done
+echo "reports: $OUT"

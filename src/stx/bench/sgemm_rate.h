@@ -1,0 +1,33 @@
+// stx/bench/sgemm_rate.h — the machine's matrix-product rate on a training step's own shapes:
+// times torch::mm / torch::bmm (the BLAS the model's products go through) on every distinct
+// product of flops.h's list, same layouts (transposed views), device and dtype, and reports
+// the FLOP-weighted rate Σ flops_i / Σ time_i over the step's products — the rate a step would
+// reach if it did nothing but its products back to back, the ceiling stx bench compares to.
+#pragma once
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "stx/bench/flops.h"
+
+namespace stx::bench {
+
+struct GemmTiming {
+  Gemm gemm;
+  double seconds = 0;  // one call
+  double gflops() const { return gemm.flops_once() / seconds / 1e9; }
+};
+
+struct SgemmRate {
+  std::vector<GemmTiming> shapes;
+  double step_seconds = 0;  // Σ count_i · time_i: the step's products alone
+  double gflops = 0;        // Σ flops_i / step_seconds
+};
+
+// Each shape: one untimed call, then at least 5 rounds of ≥ 2 calls and ≥ min_seconds/5 each
+// (more rounds until min_seconds have passed, at most 21); its time is the best round's per-call
+// time.
+SgemmRate measure_sgemm_rate(const std::vector<Gemm>& gemms, const torch::Device& device, torch::ScalarType dtype,
+                             double min_seconds = 0.05);
+
+}  // namespace stx::bench

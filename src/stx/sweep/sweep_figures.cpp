@@ -1,0 +1,193 @@
+// stx/sweep/sweep_figures.cpp — see sweep_figures.h.
+#include "stx/sweep/sweep_figures.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "stx/core/error.h"
+#include "stx/report/metrics_log.h"
+#include "stx/report/plot.h"
+
+namespace stx::sweep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Records = std::vector<nlohmann::json>;
+
+struct Curve {
+  std::string data, style, color, title;  // title "" → notitle
+};
+struct Panel {
+  std::string title, xlabel, ylabel;
+  bool logx = false, logy = false;  // logy: only when the values span more than 20× (else too few tics)
+  std::vector<Curve> curves;
+  std::string extra;  // more gnuplot settings
+};
+
+std::string color(const std::string& scheme) {
+  static const std::map<std::string, std::string> c{{"post", "#d62728"},     {"post-init", "#ff7f0e"}, {"pre", "#1f77b4"},
+                                                    {"deepnorm", "#2ca02c"}, {"sigma", "#9467bd"}};
+  auto it = c.find(scheme);
+  return it == c.end() ? "#000000" : it->second;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out;
+  for (char ch : s) out += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
+  return "\"" + out + "\"";
+}
+
+// "step value" rows of the records holding a finite `key` (positive if log), step ≤ max_step.
+std::string series(const Records& rs, const char* key, bool log, int64_t max_step) {
+  std::ostringstream s;
+  s.precision(10);
+  for (auto& j : rs) {
+    if (!j.contains(key) || !j[key].is_number() || j.contains("event")) continue;
+    const double v = j[key].get<double>();
+    const int64_t step = j.value("step", int64_t{0});
+    if (!std::isfinite(v) || (log && v <= 0) || step > max_step) continue;
+    s << step << " " << v << "\n";
+  }
+  return s.str();
+}
+
+// max/min of the values (second column) of a panel's curves.
+double value_span(const Panel& p) {
+  double lo = INFINITY, hi = 0;
+  for (auto& c : p.curves) {
+    std::istringstream in(c.data);
+    double x, y;
+    while (in >> x >> y) lo = std::min(lo, y), hi = std::max(hi, y);
+  }
+  return lo > 0 && std::isfinite(lo) ? hi / lo : 0;
+}
+
+// Draws the non-empty panels side by side; nothing when all are empty.
+void draw(const std::string& png, std::vector<Panel> panels, const std::string& suptitle, int width, int height) {
+  std::vector<std::pair<std::string, std::string>> data;
+  for (auto& p : panels) p.curves.erase(std::remove_if(p.curves.begin(), p.curves.end(), [](auto& c) { return c.data.empty(); }), p.curves.end());
+  panels.erase(std::remove_if(panels.begin(), panels.end(), [](auto& p) { return p.curves.empty(); }), panels.end());
+  if (panels.empty()) return;
+  for (auto& p : panels) p.logy = p.logy && value_span(p) > 20;
+  for (size_t i = 0; i < panels.size(); ++i)
+    for (size_t k = 0; k < panels[i].curves.size(); ++k) data.emplace_back(fmt::format("p{}c{}.dat", i, k), panels[i].curves[k].data);
+  run_gnuplot(data, [&](const std::string& dir, const std::string& tmp) {
+    std::string s = gnuplot_preamble(tmp, width, height) + "set key top right font ',9'\n";
+    if (panels.size() > 1) s += fmt::format("set multiplot layout 1,{} title {}\n", panels.size(), quoted(suptitle));
+    for (size_t i = 0; i < panels.size(); ++i) {
+      const auto& p = panels[i];
+      s += fmt::format("unset logscale\nset title {}\nset xlabel {}\nset ylabel {}\n{}{}", quoted(p.title), quoted(p.xlabel),
+                       quoted(p.ylabel), p.logx ? "set logscale x\n" : "", p.logy ? "set logscale y\n" : "");
+      s += p.extra;
+      std::string plot;
+      for (size_t k = 0; k < p.curves.size(); ++k) {
+        const auto& c = p.curves[k];
+        plot += fmt::format("{}'{}/p{}c{}.dat' using 1:2 with {} lc rgb '{}' {}", plot.empty() ? "" : ", ", dir, i, k, c.style, c.color,
+                            c.title.empty() ? "notitle" : "title " + quoted(c.title));
+      }
+      s += "plot " + plot + "\n";
+    }
+    if (panels.size() > 1) s += "unset multiplot\n";
+    return s;
+  }, png);
+}
+
+std::string legend(const RunResult& r) {
+  if (r.outcome == Outcome::Diverged) return fmt::format("{} (diverged at {})", scheme_title(r.scheme), r.step);  // "@" is special in enhanced text
+  if (r.outcome == Outcome::Stalled) return scheme_title(r.scheme) + " (stalled)";
+  return scheme_title(r.scheme);
+}
+
+}  // namespace
+
+std::vector<std::string> existing_figures(const std::string& dir, const Plan& p) {
+  std::vector<std::string> names, out;
+  for (auto d : p.depths) names.push_back(fmt::format("loss_L{}.png", d)), names.push_back(fmt::format("early_L{}.png", d));
+  names.push_back("valid_vs_depth.png");
+  for (auto& n : names)
+    if (fs::exists(fs::path(dir) / "figures" / n)) out.push_back("figures/" + n);
+  return out;
+}
+
+std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, const std::vector<RunResult>& runs,
+                                      int64_t early_steps) {
+  const auto fig_dir = fs::path(dir) / "figures";
+  std::error_code ec;
+  fs::create_directories(fig_dir, ec);
+  if (ec) throw InputError("cannot create " + fig_dir.string() + ": " + ec.message());
+  std::map<std::string, Records> metrics;
+  for (auto& r : runs) {
+    const auto m = fs::path(dir) / r.name / "metrics.jsonl";
+    if (!fs::exists(m)) continue;
+    try {
+      metrics[r.name] = MetricsLog::read(m.string());
+    } catch (const InputError&) {
+      // a torn log: the run's row in the table says what happened; no curve here
+    }
+  }
+  std::vector<std::string> out;
+  const auto produced = [&](const std::string& name) {
+    if (fs::exists(fig_dir / name)) out.push_back("figures/" + name);
+  };
+  const int64_t all = INT64_MAX;
+  for (auto d : p.depths) {
+    const auto label = depth_label(p.base, d);
+    Panel loss{"train loss (lines) and validation loss (points)", "update", "loss per token", false, true, {}};
+    Panel df{fmt::format("‖ΔF‖ from θ₀ on the probe batch (DeepNet Fig. 4), first {} updates", early_steps), "update",
+             "mean token ‖ΔF‖₂", false, true, {}};
+    Panel gn{fmt::format("global gradient norm before clipping, first {} updates", early_steps), "update", "‖g‖₂", false, true, {}};
+    double ln_v = 0;
+    for (auto& r : runs) {
+      if (r.depth != d || !metrics.count(r.name)) continue;
+      if (r.vocab_size > 1) ln_v = std::log(static_cast<double>(r.vocab_size));
+      const auto& rs = metrics[r.name];
+      const auto c = color(r.scheme);
+      loss.curves.push_back({series(rs, "loss", true, all), "lines lw 2", c, legend(r)});
+      loss.curves.push_back({series(rs, "valid_loss", true, all), "points pt 7 ps 1.2", c, ""});
+      df.curves.push_back({series(rs, "delta_f", true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
+      gn.curves.push_back({series(rs, "grad_norm", true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
+    }
+    if (ln_v > 0 && std::any_of(loss.curves.begin(), loss.curves.end(), [](auto& c) { return !c.data.empty(); }))
+      loss.curves.push_back({fmt::format("0 {0}\n{1} {0}\n", ln_v, p.steps), "lines lw 1 dt 2", "#777777", "ln V (uniform guess)"});
+    // One legend for both panels, under them.
+    const std::string tight = "set autoscale yfix\nset offsets 0, 0, graph 0.04, graph 0.04\nset bmargin 7\n";
+    df.extra = tight + "unset key\n";
+    gn.extra = tight + "set key horizontal maxrows 2 width 2 at screen 0.5, screen 0.01 center bottom font ',10'\n";
+    const auto loss_png = fmt::format("loss_L{}.png", d), early_png = fmt::format("early_L{}.png", d);
+    loss.title = fmt::format("depth {}: {}", label, loss.title);
+    draw((fig_dir / loss_png).string(), {loss}, "", 1000, 600);
+    produced(loss_png);
+    draw((fig_dir / early_png).string(), {df, gn}, fmt::format("depth {}: the first {} updates", label, early_steps), 1500, 560);
+    produced(early_png);
+  }
+  if (p.depths.size() >= 2) {  // final validation numbers vs depth, finished runs only
+    const bool mt = p.base.data.task == "translation";
+    Panel v{mt ? "validation BLEU after N updates vs depth" : "validation loss after N updates vs depth (diverged runs omitted)",
+            "layers per stack", mt ? "BLEU" : "validation loss per token", true, false, {}};
+    for (auto& s : p.schemes) {
+      std::ostringstream data;
+      for (auto d : p.depths)
+        for (auto& r : runs)
+          if (r.scheme == s && r.depth == d && (r.outcome == Outcome::Converged || r.outcome == Outcome::Stalled)) {
+            const auto& val = mt ? r.valid_bleu : r.valid_loss;
+            if (val && std::isfinite(*val)) data << d << " " << *val << "\n";
+          }
+      v.curves.push_back({data.str(), "linespoints lw 2 pt 7 ps 1.2", color(s), scheme_title(s)});
+    }
+    std::string tics;
+    for (auto d : p.depths) tics += fmt::format("{}'{}' {}", tics.empty() ? "" : ", ", depth_label(p.base, d), d);
+    v.extra = "set xtics (" + tics + ")\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
+    draw((fig_dir / "valid_vs_depth.png").string(), {v}, "", 1000, 600);
+    produced("valid_vs_depth.png");
+  }
+  return out;
+}
+
+}  // namespace stx::sweep

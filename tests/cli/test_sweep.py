@@ -1,0 +1,217 @@
+"""`stx sweep` end to end on a tiny language model (d=16, depths 1 and 2, two schemes, a few
+steps): the report and figures, an interruption with SIGTERM and a rerun that skips what ended
+and resumes what did not, refusal of a changed setup, a sweep where every run diverges (an
+encoder-decoder, so the depth reads "1L-1L"), and bad input (exit 2, one line).
+Run: python3 tests/cli/test_sweep.py build/stx"""
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+STX = os.path.abspath(sys.argv[1])
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+# STX_NO_REEXEC: skip stx's start-up re-exec (runtime.h), which doubles the ~1 s library load of
+# each of this test's many short processes; the sweep's children inherit it.
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", STX_NO_REEXEC="1")
+passed, failed = 0, 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def run(args):
+    return subprocess.run([STX] + args, capture_output=True, text=True, timeout=300, env=ENV)
+
+
+def lines(path, n):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [next(f).rstrip("\n") for _ in range(n)]
+
+
+def write(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def metrics(run_dir):
+    p = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(p):
+        return []
+    with open(p) as f:
+        return [json.loads(l) for l in f if l.strip().endswith("}")]
+
+
+def expect_bad(name, args, must_mention):
+    r = run(args)
+    err = [l for l in r.stderr.splitlines() if l.strip()]
+    problems = []
+    if r.returncode != 2:
+        problems.append(f"exit {r.returncode}")
+    if len(err) != 1:
+        problems.append(f"{len(err)} stderr lines: {r.stderr!r}")
+    for m in must_mention:
+        if m not in r.stderr:
+            problems.append(f"no {m!r} in {r.stderr.strip()!r}")
+    check(name, not problems, "; ".join(problems))
+
+
+MODEL = """model:
+  arch: {arch}
+  d_model: 16
+  n_heads: 2
+  d_ff: 32
+  encoder_layers: 1
+  decoder_layers: 1
+  scheme: pre
+  dropout: 0.0
+  max_len: 64
+train:
+  lr: 3.0e-3
+  warmup_steps: 2
+  max_steps: 100
+  max_tokens: 300
+  label_smoothing: 0.0
+  log_every: 1
+  eval_every: 3
+  checkpoint_every: 1
+  probe_sentences: 4
+  valid_bleu_sentences: 4
+data:
+  task: {task}
+  corpus: {corpus}
+  spm_vocab_size: 200
+"""
+
+t_start = time.time()
+with tempfile.TemporaryDirectory() as d:
+    lmc = os.path.join(d, "lmcorpus")
+    os.makedirs(lmc)
+    moby = os.path.join(ROOT, "data", "default", "moby-dick")
+    for split, n in (("train", 200), ("valid", 12)):
+        write(os.path.join(lmc, f"{split}.txt"), "".join(l + "\n" for l in lines(os.path.join(moby, f"{split}.txt.gz"), n)))
+    lm_cfg = write(os.path.join(d, "lm.yaml"), MODEL.format(arch="decoder", task="lm", corpus=lmc))
+    sweep = os.path.join(d, "b6")  # first aborted by a bad --set below (no run trained), then reused
+    cmd = ["sweep", "--config", lm_cfg, "--depths", "1,2", "--schemes", "pre,deepnorm", "--steps", "6", "--out", sweep]
+
+    # 1. Bad input, before any run starts.
+    expect_bad("unknown scheme", cmd[:5] + ["--schemes", "pre,postln", "--steps", "8", "--out", os.path.join(d, "b1")],
+               ["postln", "deepnorm", "sigma"])
+    expect_bad("depth 0", ["sweep", "--config", lm_cfg, "--depths", "1,0", "--steps", "8", "--out", os.path.join(d, "b2")], ["0"])
+    expect_bad("unparsable depth", ["sweep", "--config", lm_cfg, "--depths", "6,x", "--steps", "8", "--out", os.path.join(d, "b3")],
+               ["'x'"])
+    expect_bad("steps 0", ["sweep", "--config", lm_cfg, "--depths", "1", "--steps", "0", "--out", os.path.join(d, "b4")], ["--steps"])
+    expect_bad("missing config", ["sweep", "--config", os.path.join(d, "nope.yaml"), "--depths", "1", "--steps", "8",
+                                  "--out", os.path.join(d, "b5")], ["nope.yaml"])
+    expect_bad("--set of a key the sweep sets", ["sweep", "--config", lm_cfg, "--depths", "1", "--steps", "8", "--set",
+                                                 "model.decoder_layers=3", "--out", os.path.join(d, "b5")], ["--depths"])
+    os.makedirs(os.path.join(d, "notasweep"))
+    write(os.path.join(d, "notasweep", "x.txt"), "x")
+    expect_bad("--out is not a sweep", ["sweep", "--config", lm_cfg, "--depths", "1", "--steps", "8",
+                                        "--out", os.path.join(d, "notasweep")], ["sweep_plan.json"])
+    expect_bad("a child's bad input aborts the sweep",
+               ["sweep", "--config", lm_cfg, "--set", "data.corpus=/nonexistent/corpus", "--depths", "1", "--schemes", "pre",
+                "--steps", "8", "--out", os.path.join(d, "b6")], ["pre-L1", "/nonexistent/corpus"])
+    check("no output for bad arguments", not any(os.path.exists(os.path.join(d, f"b{i}")) for i in range(1, 6)))
+
+    # 2. SIGTERM during the second run (deepnorm-L1; order: depth, then scheme), then rerun.
+    t0 = time.time()
+    p = subprocess.Popen([STX] + cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    second = os.path.join(sweep, "deepnorm-L1")
+    while p.poll() is None and not metrics(second):
+        time.sleep(0.02)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    check("after a bad-input abort (no run trained), the corrected command may reuse --out",
+          os.path.exists(os.path.join(sweep, "pre-L1", "metrics.jsonl")), err[-600:])
+    check("SIGTERM: exit 143 after the child stops", p.returncode == 143 and "rerun" in err, (p.returncode, out, err[-600:]))
+    with open(os.path.join(sweep, "sweep.md")) as f:
+        md = f.read()
+    check("interrupted sweep.md says incomplete", "Incomplete" in md, md[:800])
+    with open(os.path.join(sweep, "pre-L1", "sweep_status.json")) as f:
+        st = json.load(f)
+    check("first run recorded as ended", st["outcome"] in ("converged", "stalled") and st["exit_code"] == 0, st)
+    interrupted_at = max([m["step"] for m in metrics(second)] or [0])
+    with open(os.path.join(sweep, "pre-L1", "train.log")) as f:
+        attempts = f.read().count("# stx sweep")
+
+    r = run(cmd)
+    print(f"     (4 runs of 6 steps, interrupted and resumed: {time.time() - t0:.1f} s)")
+    check("rerun exits 0", r.returncode == 0, (r.stdout, r.stderr[-800:]))
+    check("rerun skips the finished first run", "pre-L1:" in r.stdout and "(done before)" in r.stdout.split("pre-L1:")[1].split("\n")[0],
+          r.stdout)
+    with open(os.path.join(sweep, "pre-L1", "train.log")) as f:
+        check("the rerun did not start the first run again", f.read().count("# stx sweep") == attempts)
+    with open(os.path.join(second, "train.log")) as f:
+        log = f.read()
+    check("the interrupted run was resumed, not restarted",
+          interrupted_at == 6 or "--resume" in log, (interrupted_at, log[-600:]))
+    steps2 = [m["step"] for m in metrics(second) if "loss" in m]
+    check("resumed run logged every step once", steps2 == list(range(1, 7)), steps2)
+
+    with open(os.path.join(sweep, "sweep.json")) as f:
+        sj = json.load(f)
+    runs = {x["name"]: x for x in sj["runs"]}
+    check("sweep.json has the 4 runs, all ended",
+          sorted(runs) == ["deepnorm-L1", "deepnorm-L2", "pre-L1", "pre-L2"] and
+          all(x["outcome"] in ("converged", "stalled") and x["step"] == 6 for x in runs.values()), runs)
+    last_valid = [m["valid_loss"] for m in metrics(os.path.join(sweep, "pre-L2")) if "valid_loss" in m][-1]
+    check("table entry is the run's last valid_loss", abs(runs["pre-L2"]["valid_loss"] - last_valid) < 1e-12,
+          (runs["pre-L2"], last_valid))
+    with open(os.path.join(sweep, "sweep.md")) as f:
+        md = f.read()
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]] for l in md.splitlines()
+            if l.startswith("| Pre-LN |") or l.startswith("| DeepNorm |")}
+    check("sweep.md: the command, the header, and a number in every cell",
+          "stx sweep --config" in md and "| scheme | 1L | 2L |" in md and len(rows) == 2 and
+          all(len(c) == 2 and all(x.split()[0].replace(".", "").isdigit() for x in c) for c in rows.values()) and
+          "Incomplete" not in md, md[:1500])
+    figs = ["loss_L1.png", "loss_L2.png", "early_L1.png", "early_L2.png", "valid_vs_depth.png"]
+    check("figures drawn and linked", all(os.path.getsize(os.path.join(sweep, "figures", f)) > 1000 and f"figures/{f}" in md
+                                          for f in figs), os.listdir(os.path.join(sweep, "figures")))
+
+    r = run(cmd)
+    check("a finished sweep reruns as a no-op", r.returncode == 0 and r.stdout.count("(done before)") == 4, r.stdout + r.stderr)
+    expect_bad("changed --steps is refused", cmd[:-3] + ["9", "--out", sweep], ["--steps 6", "9"])
+    expect_bad("changed config is refused", cmd + ["--set", "train.lr=0.01"], ["train.lr"])
+
+    # 3. Every run diverges: an encoder-decoder with an absurd learning rate.
+    mtc = os.path.join(d, "mtcorpus")
+    os.makedirs(mtc)
+    bible = os.path.join(ROOT, "data", "default", "bible-es-en")
+    for split, n in (("train", 120), ("valid", 6)):
+        for lang in ("es", "en"):
+            write(os.path.join(mtc, f"{split}.{lang}"), "".join(l + "\n" for l in lines(os.path.join(bible, f"{split}.{lang}.gz"), n)))
+    mt_cfg = write(os.path.join(d, "mt.yaml"), MODEL.format(arch="encoder-decoder", task="translation", corpus=mtc))
+    div = os.path.join(d, "div")
+    r = run(["sweep", "--config", mt_cfg, "--depths", "1", "--schemes", "post,sigma", "--steps", "8", "--out", div, "--quiet",
+             "--set", "train.lr=1e30", "--set", "train.warmup_steps=0", "--set", "train.schedule=constant"])
+    check("diverging sweep exits 0 (every run ended)", r.returncode == 0, (r.stdout, r.stderr[-800:]))
+    with open(os.path.join(div, "sweep.md")) as f:
+        md = f.read()
+    cells = [l for l in md.splitlines() if l.startswith("| Post-LN")]
+    check("every cell says diverged @ step (cause), depth 1L-1L",
+          "| scheme | 1L-1L |" in md and len(cells) == 2 and all("diverged @ " in c for c in cells), md[:1200])
+    with open(os.path.join(div, "sweep.json")) as f:
+        dj = json.load(f)
+    check("diverged runs: exit 1, a step and a cause",
+          all(x["outcome"] == "diverged" and x["exit_code"] == 1 and x["step"] >= 1 and x["cause"] for x in dj["runs"]), dj["runs"])
+    with open(os.path.join(div, "post-L1", "sweep_status.json")) as f:
+        check("status file records the divergence", json.load(f)["outcome"] == "diverged")
+    with open(os.path.join(div, "sigma-L1", "config.yaml")) as f:
+        y = f.read()
+    check("sigma = post + sigma_reparam", ('scheme: "post"' in y or "scheme: post" in y) and "sigma_reparam: true" in y, y[:400])
+
+print(f"{passed} passed, {failed} failed ({time.time() - t_start:.1f} s)")
+sys.exit(1 if failed else 0)
