@@ -106,6 +106,8 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   Transformer model(m);
   initialize(*model, static_cast<uint64_t>(seed));
   model->to(device);
+  model->set_checkpoint_activations(cfg.train.checkpoint_activations);
+  r.checkpoint_activations = cfg.train.checkpoint_activations;
   model->train();
   torch::manual_seed(seed + 1);
   NamedTensors params;
@@ -220,6 +222,7 @@ nlohmann::json StepBenchResult::to_json() const {
           {"rss_before_mb", rss_before_mb},
           {"rss_model_mb", rss_model_mb},
           {"peak_rss_mb", peak_rss_mb},
+          {"checkpoint_activations", checkpoint_activations},
           {"final_loss", final_loss},
           {"sgemm_shapes", shapes}};
 }
@@ -229,7 +232,8 @@ std::string StepBenchResult::to_text() const {
   s += fmt::format("config: {} ({}, {}, {} layers, d_model {})\n", name, arch, scheme, layers, d_model);
   s += fmt::format("shape: {} x {} = {} tokens/step\n", batch, seq, tokens_per_step);
   s += fmt::format("parameters: {}\n", parameters);
-  s += fmt::format("device: {}  threads: {}\n", device, threads);
+  s += fmt::format("device: {}  threads: {}  activation checkpointing: {}\n", device, threads,
+                   checkpoint_activations ? "on" : "off");
   s += fmt::format("steps: {} timed after {} warm-up\n", steps, warmup);
   s += fmt::format("ms/step: median {:.2f}  mean {:.2f}  min {:.2f}\n", ms_median, ms_mean, ms_min);
   s += fmt::format("CPU ms/step: {:.2f} (all threads)\n", cpu_ms);

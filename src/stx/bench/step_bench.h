@@ -26,6 +26,7 @@ struct StepBenchOptions {
 
 struct StepBenchResult {
   std::string name, device, scheme, arch;
+  bool checkpoint_activations = false;
   int64_t batch = 0, seq = 0, tokens_per_step = 0, steps = 0, warmup = 0, layers = 0, d_model = 0, threads = 0;
   int64_t parameters = 0;
   double ms_median = 0, ms_mean = 0, ms_min = 0;
