@@ -7,9 +7,10 @@ import subprocess
 import sys
 import tempfile
 
+from checks import Checks  # noqa: E402
+
 STX = os.path.abspath(sys.argv[1])
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
-passed, failed = 0, 0
 
 TINY = """model:
   arch: decoder
@@ -26,14 +27,7 @@ train:
 """
 
 
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+check = Checks()
 
 
 def run(args):
@@ -75,5 +69,4 @@ with tempfile.TemporaryDirectory() as d:
     expect_bad("--seq beyond max_len", ["--config", cfg, "--seq", "9", "--steps", "1"], "max_len")
     expect_bad("missing config file", ["--config", os.path.join(d, "nope.yaml")], "nope.yaml")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

@@ -12,22 +12,16 @@ import sys
 import tempfile
 import time
 
+from checks import Checks  # noqa: E402
+
 STX = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 # STX_NO_REEXEC: skip stx's start-up re-exec (runtime.h), which doubles the ~1 s library load of
 # each of this test's many short processes; the sweep's children inherit it.
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", STX_NO_REEXEC="1")
-passed, failed = 0, 0
 
 
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+check = Checks()
 
 
 def run(args):
@@ -213,5 +207,4 @@ with tempfile.TemporaryDirectory() as d:
         y = f.read()
     check("sigma = post + sigma_reparam", ('scheme: "post"' in y or "scheme: post" in y) and "sigma_reparam: true" in y, y[:400])
 
-print(f"{passed} passed, {failed} failed ({time.time() - t_start:.1f} s)")
-sys.exit(1 if failed else 0)
+check.finish(f" ({time.time() - t_start:.1f} s)")

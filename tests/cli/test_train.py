@@ -13,20 +13,14 @@ import sys
 import tempfile
 import time
 
+from checks import Checks  # noqa: E402
+
 STX = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
-passed, failed = 0, 0
 
 
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+check = Checks()
 
 
 def run(args, **kw):
@@ -243,5 +237,4 @@ with tempfile.TemporaryDirectory() as d:
     expect_bad("eval of a non-run", ["eval", "--run", d], ["checkpoint"])
     expect_bad("generate with a translation run", ["generate", "--run", a, "--prompt", "hello"], ["translate"])
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()
