@@ -1,10 +1,16 @@
 // stx train — train a translation model or a language model on a corpus (docs/training.md).
 // Exit: 0 finished; 1 diverged (train.on_divergence stop, or skips/rollbacks exhausted);
-// 2 bad input; 128+signal after a clean stop on SIGINT/SIGTERM (checkpoint written).
+// 2 bad input; 4 a worker of a data-parallel job died or hung (docs/distributed.md);
+// 128+signal after a clean stop on SIGINT/SIGTERM (checkpoint written).
+// Data parallel: --nproc N starts N local workers (dist/launcher.h); a process started with
+// torchrun's variables (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT) is one worker of a job.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "command.h"
+#include "stx/core/error.h"
+#include "stx/dist/launcher.h"
 #include "stx/io/config_io.h"
 #include "stx/train/trainer.h"
 
@@ -15,6 +21,7 @@ void register_train(Registry& reg) {
     ConfigOptions cfg;
     std::string out;
     bool resume = false, quiet = false;
+    int nproc = 1;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = reg.app.add_subcommand("train", "train on a corpus, logging the stability diagnostics to RUN/metrics.jsonl");
@@ -22,6 +29,8 @@ void register_train(Registry& reg) {
   sub->add_option("--out", o->out, "run directory (config, checkpoints, metrics.jsonl, SentencePiece models)")->required();
   sub->add_flag("--resume", o->resume, "continue the run in --out from its last checkpoint (exactly)");
   sub->add_flag("--quiet", o->quiet, "no progress output");
+  sub->add_option("--nproc", o->nproc, "data parallel: start N local worker processes (c10d, Gloo), N·update_freq batches per update")
+      ->check(CLI::Range(1, 256));
   reg.add(sub, [o] {
     TrainOptions t;
     if (o->resume && o->cfg.config.empty()) {
@@ -31,6 +40,26 @@ void register_train(Registry& reg) {
       t.config = resolve_config(o->cfg.config, o->cfg.overrides);
     }
     t.run_dir = o->out, t.resume = o->resume, t.quiet = o->quiet;
+    t.world = dist::env_from_environment();
+    if (t.world && o->nproc > 1)
+      throw InputError("--nproc starts local workers, but this process is already worker " + std::to_string(t.world->rank) +
+                       " of a job of " + std::to_string(t.world->world_size) + " (WORLD_SIZE is set); drop one of them");
+    if (o->nproc > 1) {
+      // Refuse what every worker would refuse, before starting any of them.
+      const bool has = std::filesystem::exists(o->out + "/checkpoint_last.safetensors");
+      if (!o->resume && has)
+        throw InputError(o->out + " already holds a run (checkpoint_last.safetensors); pass --resume to continue it or choose another --out");
+      if (o->resume && !has) throw InputError("--resume: " + o->out + " has no checkpoint_last.safetensors to resume from");
+      dist::LaunchOptions l;
+      l.exe = "/proc/self/exe", l.nproc = o->nproc, l.run_dir = o->out;
+      l.grace = std::chrono::seconds(10);  // after a failure; safe: checkpoints are written atomically
+      l.args = {"train", "--out", o->out};
+      if (!o->cfg.config.empty()) l.args.insert(l.args.end(), {"--config", o->cfg.config});
+      for (auto& kv : o->cfg.overrides) l.args.insert(l.args.end(), {"--set", kv});
+      if (o->resume) l.args.push_back("--resume");
+      if (o->quiet) l.args.push_back("--quiet");
+      return dist::launch_local(l);
+    }
     auto r = train(t);
     switch (r.kind) {
       case TrainOutcome::Kind::Finished: std::cout << r.message << "\n"; return 0;

@@ -67,6 +67,9 @@ int main(int argc, char** argv) {
   } catch (const stx::InputError& e) {
     std::cerr << "stx: error: " << e.what() << "\n";
     return 2;
+  } catch (const stx::DistError& e) {
+    std::cerr << "stx: error: " << e.what() << "\n";
+    return 4;
   } catch (const c10::Error& e) {
     std::cerr << "stx: internal error: " << e.what_without_backtrace() << "\n";
     return 3;

@@ -1,6 +1,9 @@
 #include "stx/core/runtime.h"
 
 #include <torch/torch.h>
+#ifdef STX_QUIET_GLOG
+#include <glog/logging.h>
+#endif
 
 #include <unistd.h>
 
@@ -59,8 +62,17 @@ void reexec_with_runtime_env(int argc, char** argv) {
 
 RuntimeInfo init_runtime(int threads) {
   RuntimeInfo info;
+#ifdef STX_QUIET_GLOG
+  // c10d logs its own copy of every rendezvous or collective failure through glog at ERROR
+  // level; stx reports each as one line (exit 2 or 4), so only FATAL gets through unless the
+  // user asks for c10's logs with TORCH_CPP_LOG_LEVEL.
+  if (!std::getenv("TORCH_CPP_LOG_LEVEL")) FLAGS_minloglevel = google::GLOG_FATAL;
+#endif
   at::globalContext().setFlushDenormal(true);
-  info.threads = threads > 0 ? threads : physical_cores();
+  // STX_THREADS: set by `stx train --nproc N` for its workers (cores / N each).
+  const char* env = std::getenv("STX_THREADS");
+  const int from_env = env ? std::atoi(env) : 0;
+  info.threads = threads > 0 ? threads : from_env > 0 ? from_env : physical_cores();
   torch::set_num_threads(info.threads);
   info.blas = mapped_blas();
   info.reference_blas = !info.blas.empty() && info.blas.find("openblas") == std::string::npos &&

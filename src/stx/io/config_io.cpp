@@ -192,6 +192,8 @@ std::vector<Key> keys_of(Config& c) {
       int_key("train.probe_sentences", t.probe_sentences),
       int_key("train.valid_bleu_sentences", t.valid_bleu_sentences),
       int_key("train.valid_sentences", t.valid_sentences),
+      real_key("train.bucket_mb", t.bucket_mb),
+      int_key("train.dist_timeout_s", t.dist_timeout_s),
       choice_key("data.task", d.task, {"translation", "lm"}),
       string_key("data.corpus", d.corpus),
       string_key("data.src_lang", d.src_lang),
@@ -352,6 +354,8 @@ void validate(const Config& c) {
   if (t.valid_bleu_sentences < 0) fail("train.valid_bleu_sentences", std::to_string(t.valid_bleu_sentences), "must be ≥ 0");
   if (t.valid_sentences < 0) fail("train.valid_sentences", std::to_string(t.valid_sentences), "must be ≥ 0 (0: the whole split)");
   positive("train.eval_every", t.eval_every);
+  if (!(t.bucket_mb > 0)) fail("train.bucket_mb", std::to_string(t.bucket_mb), "must be > 0 (MB per gradient all-reduce bucket)");
+  positive("train.dist_timeout_s", t.dist_timeout_s);
   positive("train.checkpoint_every", t.checkpoint_every);
   if (c.data.spm_vocab_size <= 0) fail("data.spm_vocab_size", std::to_string(c.data.spm_vocab_size), "must be a positive integer");
 }

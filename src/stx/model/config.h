@@ -75,6 +75,8 @@ struct TrainConfig {
   int64_t probe_sentences = 8;         // ΔF / entropy / LN-norm probe batch: first N valid examples
   int64_t valid_bleu_sentences = 200;  // greedy BLEU on the first N valid sentences at each eval (0: off)
   int64_t valid_sentences = 0;         // validation loss on the first N valid examples (0: all)
+  double bucket_mb = 25.0;             // data parallel: gradient all-reduce bucket size cap (MB; DDP's default)
+  int64_t dist_timeout_s = 600;        // data parallel: a collective waiting longer than this fails the job
 };
 
 struct DataConfig {

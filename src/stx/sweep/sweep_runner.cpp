@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "stx/core/atomic_file.h"
+#include "stx/core/child_process.h"
 #include "stx/core/error.h"
-#include "stx/sweep/child_process.h"
 #include "stx/sweep/run_status.h"
 #include "stx/sweep/sweep_figures.h"
 #include "stx/sweep/sweep_report.h"

@@ -33,7 +33,7 @@ std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<s
 }  // namespace
 
 void save_checkpoint(const std::string& path, TransformerImpl& model, const Optimizer& opt, const Config& cfg,
-                     const nlohmann::json& train_state) {
+                     const nlohmann::json& train_state, const std::vector<torch::Tensor>& rank_rngs) {
   NamedTensors out;
   for (auto& [name, t] : model.state()) out.emplace_back("model." + name, t.detach().to(torch::kCPU, torch::kFloat32));
   for (auto& nt : opt.state()) out.push_back(nt);
@@ -42,6 +42,7 @@ void save_checkpoint(const std::string& path, TransformerImpl& model, const Opti
     std::lock_guard<std::mutex> lock(gen.mutex());
     out.emplace_back(kRngName, gen.get_state());
   }
+  for (size_t r = 0; r < rank_rngs.size(); ++r) out.emplace_back("rng.rank" + std::to_string(r + 1), rank_rngs[r].to(torch::kCPU));
   save_safetensors(path, out,
                    {{kFormatKey, kCheckpointFormat}, {kConfigKey, config_to_json(cfg).dump()}, {kTrainKey, train_state.dump()}});
 }
@@ -71,28 +72,43 @@ Checkpoint read_checkpoint(const std::string& path) {
     if (name.rfind("model.", 0) == 0) ck.model.emplace_back(name.substr(6), t);
     else if (name.rfind("optim.", 0) == 0) ck.optimizer.emplace_back(name, t);
     else if (name == kRngName) ck.rng = t;
-    else throw InputError(path + ": unexpected tensor '" + name + "' (a checkpoint holds model.*, optim.* and rng.torch)");
+    else if (name.rfind("rng.rank", 0) == 0 && name.size() > 8 && name.size() < 14 &&
+             name.find_first_not_of("0123456789", 8) == std::string::npos && name != "rng.rank0") {
+      const size_t r = std::stoul(name.substr(8));
+      if (ck.rank_rngs.size() < r) ck.rank_rngs.resize(r);
+      ck.rank_rngs[r - 1] = t;
+    } else
+      throw InputError(path + ": unexpected tensor '" + name + "' (a checkpoint holds model.*, optim.*, rng.torch and rng.rank<r>)");
   }
+  for (size_t r = 0; r < ck.rank_rngs.size(); ++r)
+    if (!ck.rank_rngs[r].defined() || ck.rank_rngs[r].scalar_type() != torch::kUInt8 || ck.rank_rngs[r].dim() != 1)
+      throw InputError(path + ": tensor 'rng.rank" + std::to_string(r + 1) + "' is missing or not a 1-D uint8 tensor");
   if (!ck.rng.defined()) throw InputError(path + ": missing tensor 'rng.torch' (the random generator state)");
   if (ck.rng.scalar_type() != torch::kUInt8 || ck.rng.dim() != 1)
     throw InputError(path + ": tensor 'rng.torch' must be a 1-D uint8 tensor");
   return ck;
 }
 
-void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer& opt, const std::string& what) {
+void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer& opt, const std::string& what,
+                        int rank) {
+  if (rank > 0 && static_cast<size_t>(rank) > ck.rank_rngs.size())
+    throw InputError(what + ": no tensor 'rng.rank" + std::to_string(rank) + "' (the checkpoint holds " +
+                     std::to_string(ck.rank_rngs.size() + 1) + " ranks' generator states)");
+  const torch::Tensor& rng = rank == 0 ? ck.rng : ck.rank_rngs[static_cast<size_t>(rank) - 1];
+  const std::string rng_name = rank == 0 ? kRngName : "rng.rank" + std::to_string(rank);
   // Validate the generator state on a copy first, so a bad one changes nothing.
   auto gen = at::detail::getDefaultCPUGenerator();
   try {
     auto probe = gen.clone();
-    probe.set_state(ck.rng);
+    probe.set_state(rng);
   } catch (const c10::Error&) {
-    throw InputError(what + ": tensor 'rng.torch' is not a CPU generator state of this LibTorch (" +
-                     std::to_string(ck.rng.numel()) + " bytes)");
+    throw InputError(what + ": tensor '" + rng_name + "' is not a CPU generator state of this LibTorch (" +
+                     std::to_string(rng.numel()) + " bytes)");
   }
   opt.load_state(ck.optimizer, what);  // checks everything before copying
   load_state(model, ck.model, what);
   std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(ck.rng);
+  gen.set_state(rng);
 }
 
 std::string resume_incompatibility(const Config& saved, const Config& now) {
@@ -101,7 +117,8 @@ std::string resume_incompatibility(const Config& saved, const Config& now) {
   static const std::set<std::string> may_differ{"train.max_steps",     "train.log_every",    "train.eval_every",
                                                 "train.checkpoint_every", "train.on_divergence", "train.spike_window",
                                                 "train.spike_zscore",  "train.max_skips",    "train.max_rollbacks",
-                                                "train.rollback_lr_factor", "train.valid_bleu_sentences"};
+                                                "train.rollback_lr_factor", "train.valid_bleu_sentences",
+                                                "train.bucket_mb",     "train.dist_timeout_s"};
   const nlohmann::json a = config_to_json(saved), b = config_to_json(now);
   for (const std::string& key : config_keys()) {  // declaration order: model, train, data
     if (may_differ.count(key)) continue;

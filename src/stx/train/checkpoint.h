@@ -1,7 +1,8 @@
 // stx/train/checkpoint.h — a training checkpoint in one safetensors file, written atomically
 // (temporary name, fsync, rename; core/atomic_file.h):
 //   tensors   model.<name> (TransformerImpl::state()), the optimizer's state() (optim.*),
-//             rng.torch (uint8: the default CPU generator's state)
+//             rng.torch (uint8: the default CPU generator's state; of rank 0 in a data-parallel
+//             job), rng.rank<r> (rank r > 0's generator, so every rank resumes its own stream)
 //   metadata  stx.format = "stx-checkpoint/1", stx.config (config_to_json), stx.train (the
 //             trainer's JSON: step, data position, guard window, best valid loss, …)
 #pragma once
@@ -17,8 +18,9 @@ namespace stx {
 
 inline constexpr const char* kCheckpointFormat = "stx-checkpoint/1";
 
+// `rank_rngs`: the generator states of ranks 1..N−1 of a data-parallel job (empty otherwise).
 void save_checkpoint(const std::string& path, TransformerImpl& model, const Optimizer& opt, const Config& cfg,
-                     const nlohmann::json& train_state);
+                     const nlohmann::json& train_state, const std::vector<torch::Tensor>& rank_rngs = {});
 
 struct Checkpoint {
   Config config;
@@ -26,21 +28,23 @@ struct Checkpoint {
   NamedTensors model;      // names without the "model." prefix
   NamedTensors optimizer;  // optim.* as stored
   torch::Tensor rng;       // uint8
+  std::vector<torch::Tensor> rank_rngs;  // rng.rank1, rng.rank2, … (data-parallel runs)
 };
 // Reads and checks a checkpoint: not a safetensors file, a wrong or missing stx.format, bad
 // JSON metadata or a missing rng.torch are InputErrors (one line naming the file and problem).
 Checkpoint read_checkpoint(const std::string& path);
 
-// Restores model weights, optimizer state and the CPU generator from `ck` (shapes checked:
-// InputError naming the tensor).
-void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer& opt, const std::string& what);
+// Restores model weights, optimizer state and the CPU generator (rank `rank`'s) from `ck`
+// (shapes checked: InputError naming the tensor).
+void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer& opt, const std::string& what,
+                        int rank = 0);
 
 // "" when a run with config `now` may resume from a checkpoint written with `saved`; otherwise
 // one line naming the first key that differs, e.g. "model.d_model is 256 in the checkpoint but
 // 512 now". Every model.* and data.* key and the train keys that change the trajectory must
 // match; train.max_steps, log_every, eval_every, checkpoint_every, valid_bleu_sentences and the
 // divergence guard's keys (on_divergence, spike_window, spike_zscore, max_skips, max_rollbacks,
-// rollback_lr_factor) may differ.
+// rollback_lr_factor) and the data-parallel bucket_mb and dist_timeout_s may differ.
 std::string resume_incompatibility(const Config& saved, const Config& now);
 
 }  // namespace stx

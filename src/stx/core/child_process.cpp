@@ -1,6 +1,6 @@
-// stx/sweep/child_process.cpp — see child_process.h. Between fork and exec the child calls only
+// stx/core/child_process.cpp — see child_process.h. Between fork and exec the child calls only
 // async-signal-safe functions (the parent may have threads).
-#include "stx/sweep/child_process.h"
+#include "stx/core/child_process.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -14,11 +14,27 @@
 
 #include "stx/core/error.h"
 
-namespace stx::sweep {
+namespace stx {
 
-Child::Child(const std::string& exe, const std::vector<std::string>& args, const std::string& log_path) {
-  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log < 0) throw InputError("cannot open " + log_path + ": " + std::strerror(errno));
+extern "C" char** environ;
+
+Child::Child(const std::string& exe, const std::vector<std::string>& args, const std::string& log_path,
+             const std::vector<std::string>& env) {
+  const int log = log_path.empty() ? -1 : ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (!log_path.empty() && log < 0) throw InputError("cannot open " + log_path + ": " + std::strerror(errno));
+  // The child's environment, built before fork (no allocation after it): ours, minus the names
+  // `env` sets, plus `env`.
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    bool replaced = false;
+    for (auto& x : env) replaced |= kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
+    if (!replaced) env_storage.push_back(kv);
+  }
+  env_storage.insert(env_storage.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& s : env_storage) envp.push_back(s.data());
+  envp.push_back(nullptr);
   const int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::vector<std::string> storage{exe};
   storage.insert(storage.end(), args.begin(), args.end());
@@ -39,17 +55,16 @@ Child::Child(const std::string& exe, const std::vector<std::string>& args, const
     ::sigaction(SIGINT, &dfl, nullptr);
     ::sigaction(SIGTERM, &dfl, nullptr);
     if (null_in >= 0) ::dup2(null_in, 0);
-    ::dup2(log, 1);
-    ::dup2(log, 2);
-    ::execv(exe.c_str(), argv.data());
-    const char msg[] = "stx sweep: cannot execute the stx binary\n";
+    if (log >= 0) ::dup2(log, 1), ::dup2(log, 2);
+    ::execve(exe.c_str(), argv.data(), envp.data());
+    const char msg[] = "stx: cannot execute the stx binary\n";
     (void)!::write(2, msg, sizeof msg - 1);
     ::_exit(127);
   }
   const int err = errno;
-  ::close(log);
+  if (log >= 0) ::close(log);
   if (null_in >= 0) ::close(null_in);
-  if (pid < 0) throw InputError(std::string("cannot start stx train: ") + std::strerror(err));
+  if (pid < 0) throw InputError(std::string("cannot start a child stx process: ") + std::strerror(err));
   pid_ = pid;
 }
 
@@ -90,4 +105,4 @@ std::string last_line_with(const std::string& path, const std::string& prefix) {
   return found;
 }
 
-}  // namespace stx::sweep
+}  // namespace stx
