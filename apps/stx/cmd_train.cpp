@@ -61,10 +61,11 @@ void register_train(Registry& reg) {
       return dist::launch_local(l);
     }
     auto r = train(t);
+    const bool speak = !t.world || t.world->rank == 0;  // every rank ends alike; rank 0 says so
     switch (r.kind) {
-      case TrainOutcome::Kind::Finished: std::cout << r.message << "\n"; return 0;
-      case TrainOutcome::Kind::Interrupted: std::cerr << r.message << "\n"; return 128 + r.signal;
-      case TrainOutcome::Kind::Diverged: std::cerr << r.message << "\n"; return 1;
+      case TrainOutcome::Kind::Finished: if (speak) std::cout << r.message << "\n"; return 0;
+      case TrainOutcome::Kind::Interrupted: if (speak) std::cerr << r.message << "\n"; return 128 + r.signal;
+      case TrainOutcome::Kind::Diverged: if (speak) std::cerr << r.message << "\n"; return 1;
     }
     return 1;
   });

@@ -1,6 +1,7 @@
 // stx/dist/world.cpp — see world.h.
 #include "stx/dist/world.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef STX_WITH_NCCL
@@ -64,15 +65,21 @@ std::optional<Env> env_from_environment() {
 }
 
 World::World(const Env& env, std::chrono::milliseconds timeout, const torch::Device& device) : env_(env) {
+  // Under torchrun its agent already hosts the store on MASTER_PORT; workers join it as clients
+  // under the prefix PyTorch uses (torch.distributed.rendezvous, TORCHELASTIC_USE_AGENT_STORE).
+  const bool agent_store = getenv_str("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(env.master_port);
-  so.isServer = env.rank == 0;
+  so.isServer = env.rank == 0 && !agent_store;
   so.numWorkers = static_cast<size_t>(env.world_size);
   so.waitWorkers = true;
   so.timeout = timeout;
   c10::intrusive_ptr<c10d::Store> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    if (agent_store)
+      store = c10::make_intrusive<c10d::PrefixStore>(
+          "/worker/attempt_" + getenv_str("TORCHELASTIC_RESTART_COUNT").value_or("0"), store);
   } catch (const std::exception& e) {
     std::string m = e.what();
     if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
