@@ -1,5 +1,37 @@
-"""Scaffolding shared by the CLI tests (tests/cli/test_*.py): a pass/fail tally and the exit."""
+"""Scaffolding shared by the CLI tests (tests/cli/test_*.py): a pass/fail tally and the exit,
+a small corpus cut from the embedded Bible pairs, and waiting for a run to reach a step."""
+import gzip
+import json
+import os
 import sys
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def cut_bible(dest, counts):
+    """dest/{split}.{es,en}: the first n lines of each split of data/default/bible-es-en."""
+    os.makedirs(dest, exist_ok=True)
+    for split, n in counts.items():
+        for lang in ("es", "en"):
+            with gzip.open(os.path.join(ROOT, "data", "default", "bible-es-en", f"{split}.{lang}.gz"), "rt",
+                           encoding="utf-8") as f:
+                rows = [next(f) for _ in range(n)]
+            with open(os.path.join(dest, f"{split}.{lang}"), "w", encoding="utf-8") as f:
+                f.write("".join(rows))
+    return dest
+
+
+def wait_for_step(proc, run_dir, step):
+    """Polls run_dir/metrics.jsonl until a line at `step` or later appears, or proc ends."""
+    while proc.poll() is None:
+        try:
+            with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+                if any(json.loads(l).get("step", 0) >= step for l in f if l.strip()):
+                    return
+        except (FileNotFoundError, json.JSONDecodeError):
+            pass
+        time.sleep(0.05)
 
 
 class Checks:

@@ -4,7 +4,6 @@ update_freq 2); exact resume of a distributed run after SIGTERM; a worker killed
 ends the job with exit 4 and a message within the timeout, the checkpoint intact; a resume with
 another world size, an unreachable master and --nproc inside a worker are refused (exit 2).
 Run: python3 tests/cli/test_distributed.py build/stx"""
-import gzip
 import json
 import os
 import signal
@@ -14,10 +13,9 @@ import sys
 import tempfile
 import time
 
-from checks import Checks  # noqa: E402
+from checks import ROOT, Checks, cut_bible, wait_for_step  # noqa: E402
 
 STX = os.path.abspath(sys.argv[1])
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 # One thread per process everywhere, so the single process and each worker compute alike.
 ENV = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT")}
 ENV.update(OMP_NUM_THREADS="1", STX_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -42,15 +40,7 @@ def max_rel_diff(a, b):
 
 
 with tempfile.TemporaryDirectory() as d:
-    bible = os.path.join(ROOT, "data", "default", "bible-es-en")
-    corpus = os.path.join(d, "corpus")
-    os.makedirs(corpus)
-    for split, n in (("train", 1000), ("valid", 24), ("test", 24)):
-        for lang in ("es", "en"):
-            with gzip.open(os.path.join(bible, f"{split}.{lang}.gz"), "rt", encoding="utf-8") as f:
-                rows = [next(f) for _ in range(n)]
-            with open(os.path.join(corpus, f"{split}.{lang}"), "w", encoding="utf-8") as f:
-                f.write("".join(rows))
+    corpus = cut_bible(os.path.join(d, "corpus"), {"train": 1000, "valid": 24, "test": 24})
     tiny = ["--config", os.path.join(ROOT, "configs", "demo.yaml"),
             "--set", f"data.corpus={corpus}", "--set", "data.spm_vocab_size=300",
             "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_heads=2",
@@ -97,13 +87,7 @@ with tempfile.TemporaryDirectory() as d:
         c = os.path.join(d, "stopped")
         p = subprocess.Popen([STX, "train", "--out", c, "--nproc", "2", "--quiet", "--set", "model.scheme=post"] + tiny,
                              env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        while p.poll() is None:
-            try:
-                if any(m.get("step", 0) >= 3 for m in metrics(c)):
-                    break
-            except (FileNotFoundError, json.JSONDecodeError):
-                pass
-            time.sleep(0.05)
+        wait_for_step(p, c, 3)
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=120)
         stopped = max(m["step"] for m in metrics(c))
@@ -125,13 +109,7 @@ with tempfile.TemporaryDirectory() as d:
     p = subprocess.Popen([STX, "train", "--out", k, "--nproc", "2", "--quiet", "--set", "train.max_steps=100000",
                           "--set", "train.eval_every=100000"] + tiny, env=ENV,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while p.poll() is None:
-        try:
-            if any(m.get("step", 0) >= 6 for m in metrics(k)):
-                break
-        except (FileNotFoundError, json.JSONDecodeError):
-            pass
-        time.sleep(0.05)
+    wait_for_step(p, k, 6)
     rank1 = None
     for pid in open(f"/proc/{p.pid}/task/{p.pid}/children").read().split():
         with open(f"/proc/{pid}/environ", "rb") as f:

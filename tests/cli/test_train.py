@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from checks import Checks  # noqa: E402
+from checks import Checks, cut_bible  # noqa: E402
 
 STX = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -77,12 +77,7 @@ def expect_bad(name, args, must_mention, untouched=()):
 
 
 with tempfile.TemporaryDirectory() as d:
-    bible = os.path.join(ROOT, "data", "default", "bible-es-en")
-    corpus = os.path.join(d, "corpus")
-    os.makedirs(corpus)
-    for split, n in (("train", 1500), ("valid", 40), ("test", 40)):
-        for lang in ("es", "en"):
-            write(os.path.join(corpus, f"{split}.{lang}"), lines(os.path.join(bible, f"{split}.{lang}.gz"), n))
+    corpus = cut_bible(os.path.join(d, "corpus"), {"train": 1500, "valid": 40, "test": 40})
     tiny = ["--config", os.path.join(ROOT, "configs", "demo.yaml"),
             "--set", f"data.corpus={corpus}", "--set", "data.spm_vocab_size=300",
             "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_heads=2",
