@@ -38,6 +38,8 @@ torch::Tensor future_mask(int64_t Tq, int64_t Tk, int64_t offset, const torch::D
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
                                      bool causal, const TapSite& tap) {
   const int64_t B = x.size(0), Tq = x.size(1), Tk = memory.size(1);
+  tap("queries_in", x);  // the probe's Theorem 3.1 bound (stx/probe/logit_bound.h)
+  if (!memory.is_same(x)) tap("keys_in", memory);
   auto q = split_heads(q_proj->forward(x), heads_, d_head_);
   auto k = split_heads(k_proj->forward(memory), heads_, d_head_);
   auto v = split_heads(v_proj->forward(memory), heads_, d_head_);

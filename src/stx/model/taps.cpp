@@ -3,10 +3,15 @@
 namespace stx {
 
 bool Taps::wants(const std::string& name) const {
-  const bool is_probs = name.size() >= 6 && name.compare(name.size() - 6, 6, ".probs") == 0;
-  if (filters_.empty()) return !is_probs;
+  // Attention internals are recorded only when a filter names them explicitly.
+  std::string inner;
+  for (const char* s : {"probs", "queries_in", "keys_in"}) {
+    const std::string tail = std::string(".") + s;
+    if (name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0) inner = s;
+  }
+  if (filters_.empty()) return inner.empty();
   for (auto& f : filters_)
-    if (name.find(f) != std::string::npos && (!is_probs || f.find("probs") != std::string::npos)) return true;
+    if (name.find(f) != std::string::npos && (inner.empty() || f.find(inner) != std::string::npos)) return true;
   return false;
 }
 

@@ -7,8 +7,10 @@
 //   cross1 … cross3                       the decoder's cross-attention sub-layer, in order
 //   input                                 x_l, the layer input
 //   {norm_name}.input                     input of each norm, e.g. final_layer_norm.input
-//   self_attn.probs / encoder_attn.probs  attention probabilities [B, H, Tq, Tk] (only when
-//                                         a filter asks for "probs" explicitly)
+//   self_attn.probs / encoder_attn.probs  attention probabilities [B, H, Tq, Tk]
+//   {attn}.queries_in / {attn}.keys_in    the attention's query input and (cross-attention
+//                                         only) its key/value input [B, T, d]
+//   (these three only when a filter names them explicitly, e.g. ".probs")
 // plus "{stack}.embed" (x_0 after embedding), "{stack}.layer_norm.input" (final norm input),
 // "{stack}.out" (the stack's final hidden state) and "logits".
 #pragma once

@@ -91,7 +91,7 @@ nlohmann::json gradient_norms(TransformerImpl& model) {
   return out;
 }
 
-Taps probe_taps() { return Taps({"layer_norm.input", ".probs"}); }
+Taps probe_taps() { return Taps({"layer_norm.input", ".probs", ".queries_in", ".keys_in"}); }
 
 nlohmann::json norm_and_entropy(const Taps& taps, int64_t d_model, const torch::Tensor& src_mask,
                                 const torch::Tensor& tgt_mask) {

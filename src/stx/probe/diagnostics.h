@@ -24,7 +24,8 @@ nlohmann::json gradient_norms(TransformerImpl& model);
 // Global gradient norm only (cheap; what clipping uses).
 double global_grad_norm(TransformerImpl& model);
 
-// The taps a probe forward must record for norm_and_entropy(): norm inputs and attention probs.
+// The taps a probe forward must record for norm_and_entropy() and logit_bound(): norm inputs,
+// attention probabilities and attention inputs.
 Taps probe_taps();
 // From a probe forward's taps (batch mask [B, T] of real tokens for each side):
 //   ln_input_norm  {"encoder": {"self_attn_layer_norm": [...], "final_layer_norm": [...]}, ...}:

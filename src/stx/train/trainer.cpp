@@ -29,6 +29,7 @@
 #include "stx/io/safetensors.h"
 #include "stx/model/init.h"
 #include "stx/probe/diagnostics.h"
+#include "stx/probe/logit_bound.h"
 #include "stx/probe/model_update.h"
 #include "stx/report/metrics_log.h"
 #include "stx/train/checkpoint.h"
@@ -272,6 +273,7 @@ void Trainer::log_step(const nlohmann::json& grads, double lr, double seconds) {
   r["delta_f"] = upd.from_start;
   r["delta_f_step"] = upd.from_previous;
   r.update(probe::norm_and_entropy(taps, cfg_.model.d_model, data_->probe_src_mask, data_->probe_tgt_mask));
+  r.update(probe::logit_bound(*model_, taps, data_->probe_src_mask, data_->probe_tgt_mask));
   r.update(probe::weight_stats(*model_));
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
