@@ -3,10 +3,7 @@
 // run_status.h the classification, sweep_report.h / sweep_figures.h the outputs).
 // Exit: 0 every run ended (converged, stalled or diverged); 1 a child crashed or was killed
 // (rerun to retry); 2 bad input; 128+signal when stopped (rerun the same command to continue).
-#include <algorithm>
-#include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -15,30 +12,6 @@
 #include "stx/sweep/sweep_runner.h"
 
 namespace stx::cli {
-
-namespace {
-
-// The command line as typed (from /proc/self/cmdline), shell-quoted where needed.
-std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out, arg;
-  for (char c : all) {
-    if (c != '\0') {
-      arg += c;
-      continue;
-    }
-    const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || std::string("-_./=,:+@%").find(ch) != std::string::npos;
-    });
-    std::string q = "'";
-    for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    out += (out.empty() ? "" : " ") + (plain ? arg : q + "'");
-    arg.clear();
-  }
-  return out;
-}
-
-}  // namespace
 
 void register_sweep(Registry& reg) {
   struct Opts {

@@ -29,6 +29,10 @@ void register_generate(Registry&);
 void register_plot(Registry&);
 void register_sweep(Registry&);
 void register_bench(Registry&);
+void register_experiment(Registry&);
+
+// The command line as typed (from /proc/self/cmdline), shell-quoted where needed — for reports.
+std::string command_line();
 
 // Common options: --config FILE and repeated --set section.key=value.
 struct ConfigOptions {

@@ -2,6 +2,9 @@
 // errors to exit codes (0 ok, 1 a check the user asked to enforce failed, 2 bad input).
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cctype>
+#include <fstream>
 #include <iostream>
 
 #include "command.h"
@@ -9,6 +12,26 @@
 #include "stx/core/runtime.h"
 
 namespace stx::cli {
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out, arg;
+  for (char c : all) {
+    if (c != '\0') {
+      arg += c;
+      continue;
+    }
+    const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || std::string("-_./=,:+@%").find(ch) != std::string::npos;
+    });
+    std::string q = "'";
+    for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    out += (out.empty() ? "" : " ") + (plain ? arg : q + "'");
+    arg.clear();
+  }
+  return out;
+}
+
 void ConfigOptions::add_to(CLI::App* sub, bool config_required) {
   auto* c = sub->add_option("--config", config, "YAML config file (configs/*.yaml)");
   if (config_required) c->required();
@@ -35,6 +58,7 @@ int main(int argc, char** argv) {
   stx::cli::register_plot(reg);
   stx::cli::register_sweep(reg);
   stx::cli::register_bench(reg);
+  stx::cli::register_experiment(reg);
   if (argc > 1 && argv[1][0] != '-') {  // name the unknown subcommand instead of "a subcommand is required"
     std::string names;
     bool known = false;

@@ -11,7 +11,7 @@
 
 #include "stx/core/error.h"
 #include "stx/report/metrics_log.h"
-#include "stx/report/plot.h"
+#include "stx/report/panels.h"
 
 namespace stx::sweep {
 
@@ -21,27 +21,11 @@ namespace {
 
 using Records = std::vector<nlohmann::json>;
 
-struct Curve {
-  std::string data, style, color, title;  // title "" → notitle
-};
-struct Panel {
-  std::string title, xlabel, ylabel;
-  bool logx = false, logy = false;  // logy: only when the values span more than 20× (else too few tics)
-  std::vector<Curve> curves;
-  std::string extra;  // more gnuplot settings
-};
-
 std::string color(const std::string& scheme) {
   static const std::map<std::string, std::string> c{{"post", "#d62728"},     {"post-init", "#ff7f0e"}, {"pre", "#1f77b4"},
                                                     {"deepnorm", "#2ca02c"}, {"sigma", "#9467bd"}};
   auto it = c.find(scheme);
   return it == c.end() ? "#000000" : it->second;
-}
-
-std::string quoted(const std::string& s) {
-  std::string out;
-  for (char ch : s) out += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
-  return "\"" + out + "\"";
 }
 
 // "step value" rows of the records holding a finite `key` (positive if log), step ≤ max_step.
@@ -56,47 +40,6 @@ std::string series(const Records& rs, const char* key, bool log, int64_t max_ste
     s << step << " " << v << "\n";
   }
   return s.str();
-}
-
-// max/min of the values (second column) of a panel's curves.
-double value_span(const Panel& p) {
-  double lo = INFINITY, hi = 0;
-  for (auto& c : p.curves) {
-    std::istringstream in(c.data);
-    double x, y;
-    while (in >> x >> y) lo = std::min(lo, y), hi = std::max(hi, y);
-  }
-  return lo > 0 && std::isfinite(lo) ? hi / lo : 0;
-}
-
-// Draws the non-empty panels side by side; nothing when all are empty.
-void draw(const std::string& png, std::vector<Panel> panels, const std::string& suptitle, int width, int height) {
-  std::vector<std::pair<std::string, std::string>> data;
-  for (auto& p : panels) p.curves.erase(std::remove_if(p.curves.begin(), p.curves.end(), [](auto& c) { return c.data.empty(); }), p.curves.end());
-  panels.erase(std::remove_if(panels.begin(), panels.end(), [](auto& p) { return p.curves.empty(); }), panels.end());
-  if (panels.empty()) return;
-  for (auto& p : panels) p.logy = p.logy && value_span(p) > 20;
-  for (size_t i = 0; i < panels.size(); ++i)
-    for (size_t k = 0; k < panels[i].curves.size(); ++k) data.emplace_back(fmt::format("p{}c{}.dat", i, k), panels[i].curves[k].data);
-  run_gnuplot(data, [&](const std::string& dir, const std::string& tmp) {
-    std::string s = gnuplot_preamble(tmp, width, height) + "set key top right font ',9'\n";
-    if (panels.size() > 1) s += fmt::format("set multiplot layout 1,{} title {}\n", panels.size(), quoted(suptitle));
-    for (size_t i = 0; i < panels.size(); ++i) {
-      const auto& p = panels[i];
-      s += fmt::format("unset logscale\nset title {}\nset xlabel {}\nset ylabel {}\n{}{}", quoted(p.title), quoted(p.xlabel),
-                       quoted(p.ylabel), p.logx ? "set logscale x\n" : "", p.logy ? "set logscale y\n" : "");
-      s += p.extra;
-      std::string plot;
-      for (size_t k = 0; k < p.curves.size(); ++k) {
-        const auto& c = p.curves[k];
-        plot += fmt::format("{}'{}/p{}c{}.dat' using 1:2 with {} lc rgb '{}' {}", plot.empty() ? "" : ", ", dir, i, k, c.style, c.color,
-                            c.title.empty() ? "notitle" : "title " + quoted(c.title));
-      }
-      s += "plot " + plot + "\n";
-    }
-    if (panels.size() > 1) s += "unset multiplot\n";
-    return s;
-  }, png);
 }
 
 std::string legend(const RunResult& r) {
@@ -162,9 +105,9 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
     gn.extra = tight + "set key horizontal maxrows 2 width 2 at screen 0.5, screen 0.01 center bottom font ',10'\n";
     const auto loss_png = fmt::format("loss_L{}.png", d), early_png = fmt::format("early_L{}.png", d);
     loss.title = fmt::format("depth {}: {}", label, loss.title);
-    draw((fig_dir / loss_png).string(), {loss}, "", 1000, 600);
+    draw_panels((fig_dir / loss_png).string(), {loss}, "", 1000, 600);
     produced(loss_png);
-    draw((fig_dir / early_png).string(), {df, gn}, fmt::format("depth {}: the first {} updates", label, early_steps), 1500, 560);
+    draw_panels((fig_dir / early_png).string(), {df, gn}, fmt::format("depth {}: the first {} updates", label, early_steps), 1500, 560);
     produced(early_png);
   }
   if (p.depths.size() >= 2) {  // final validation numbers vs depth, finished runs only
@@ -184,7 +127,7 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
     std::string tics;
     for (auto d : p.depths) tics += fmt::format("{}'{}' {}", tics.empty() ? "" : ", ", depth_label(p.base, d), d);
     v.extra = "set xtics (" + tics + ")\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
-    draw((fig_dir / "valid_vs_depth.png").string(), {v}, "", 1000, 600);
+    draw_panels((fig_dir / "valid_vs_depth.png").string(), {v}, "", 1000, 600);
     produced("valid_vs_depth.png");
   }
   return out;

@@ -136,14 +136,17 @@ std::string plan_mismatch(const nlohmann::json& stored, const Plan& p) {
   if (!stored.contains("steps") || !stored.contains("config") || !stored["config"].is_object())
     return "its sweep_plan.json lacks \"steps\" or \"config\"";
   if (stored["steps"] != p.steps) return fmt::format("it was run with --steps {}, not {}", stored["steps"].dump(), p.steps);
-  const auto now = config_to_json(p.base);
+  return config_mismatch(stored["config"], p.base, sweep_keys());
+}
+
+std::string config_mismatch(const nlohmann::json& stored, const Config& now_cfg, const std::set<std::string>& ignore) {
+  const auto now = config_to_json(now_cfg);
   for (const auto& key : config_keys()) {
-    if (sweep_keys().count(key)) continue;
+    if (ignore.count(key)) continue;
     const auto dot = key.find('.');
     const auto section = key.substr(0, dot), name = key.substr(dot + 1);
-    const auto& s = stored["config"];
-    if (!s.contains(section) || !s[section].contains(name)) continue;  // a key newer than the stored plan
-    const auto& a = s[section][name];
+    if (!stored.contains(section) || !stored[section].contains(name)) continue;  // a key newer than the stored plan
+    const auto& a = stored[section][name];
     const auto& b = now.at(section).at(name);
     if (a != b) return fmt::format("its config has {}={} but this one has {}={}", key, a.dump(), key, b.dump());
   }

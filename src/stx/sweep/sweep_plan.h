@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ std::vector<std::string> run_overrides(const Plan& p, const std::string& scheme,
 
 // DIR/sweep_plan.json: {"config_path","overrides","config" (resolved base),"steps","schemes","depths"}.
 nlohmann::json plan_json(const Plan& p);
+// Why a stored resolved config (config_to_json) differs from `now` outside the keys in `ignore`
+// ("its config has k=a but this one has k=b"), "" if it does not. Keys the stored one lacks pass.
+std::string config_mismatch(const nlohmann::json& stored, const Config& now, const std::set<std::string>& ignore);
+
 // Why a stored sweep_plan.json does not match this plan (config key or steps), "" if it does.
 std::string plan_mismatch(const nlohmann::json& stored, const Plan& p);
 

@@ -2,28 +2,23 @@
 #include "stx/sweep/sweep_runner.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "stx/core/atomic_file.h"
-#include "stx/core/child_process.h"
 #include "stx/core/error.h"
 #include "stx/sweep/run_status.h"
 #include "stx/sweep/sweep_figures.h"
 #include "stx/sweep/sweep_report.h"
+#include "stx/sweep/train_child.h"
 #include "stx/train/signals.h"
 
 namespace stx::sweep {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -78,7 +73,7 @@ std::string result_text(const RunResult& r, bool translation) {
 
 class Runner {
  public:
-  explicit Runner(const SweepOptions& o) : o_(o), tty_(isatty(STDERR_FILENO)) {}
+  explicit Runner(const SweepOptions& o) : o_(o) {}
 
   int run() {
     prepare_out(o_);
@@ -99,8 +94,7 @@ class Runner {
       }
       if (int sig = stop_signal()) return stop(sig);
       r = run_one(r, tag);
-      clear_progress();
-      std::cout << tag << ": " << result_text(r, mt()) << std::endl;
+            std::cout << tag << ": " << result_text(r, mt()) << std::endl;
       if (int sig = stop_signal()) return stop(sig);
       report();
     }
@@ -123,8 +117,7 @@ class Runner {
   void report() { write_report(o_.out, {o_.command, &o_.plan, runs_, figures_}); }
 
   int stop(int sig) {
-    clear_progress();
-    std::cerr << fmt::format("stx sweep: stopped by signal {}; rerun the same command to continue\n", sig);
+        std::cerr << fmt::format("stx sweep: stopped by signal {}; rerun the same command to continue\n", sig);
     try {
       figures_ = draw_figures(o_.out, o_.plan, runs_, o_.early_steps);
     } catch (const InputError& e) {
@@ -135,83 +128,15 @@ class Runner {
   }
 
   RunResult run_one(const RunResult& before, const std::string& tag) {
-    const auto dir = run_dir(before.scheme, before.depth);
-    const auto log = (fs::path(dir) / "train.log").string();
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw InputError("cannot create " + dir + ": " + ec.message());
-    const bool resume = fs::exists(fs::path(dir) / "checkpoint_last.safetensors");
-    std::vector<std::string> args{"train", "--out", dir};
-    if (resume) {
-      args.insert(args.end(), {"--resume", "--set", fmt::format("train.max_steps={}", o_.plan.steps)});
-    } else {
-      args.insert(args.end(), {"--config", o_.plan.config_path});
-      for (auto& s : o_.plan.overrides) args.insert(args.end(), {"--set", s});
-      for (auto& s : run_overrides(o_.plan, before.scheme, before.depth)) args.insert(args.end(), {"--set", s});
-    }
-    {
-      std::ofstream l(log, std::ios::app);
-      l << "# stx sweep " << tag << (resume ? fmt::format(": resuming after step {}", before.step) : ": fresh") << "\n# stx";
-      for (auto& a : args) l << " " << a;
-      l << "\n";
-    }
-    const auto t0 = Clock::now();
-    Child child(o_.exe, args, log);
-    bool forwarded = false;
-    // Terminal: a live line. Otherwise (a log file): a line after 1 minute, then every 5.
-    auto shown = t0 - std::chrono::hours(1), heartbeat = t0 - std::chrono::minutes(4);
-    std::optional<int> code;
-    while (!(code = child.poll())) {
-      if (int sig = stop_signal(); sig && !forwarded) {
-        child.signal(sig);
-        forwarded = true;
-        clear_progress();
-        std::cerr << fmt::format("stx sweep: signal {}: waiting for {} to checkpoint and stop\n", sig, before.name);
-      }
-      const auto now = Clock::now();
-      const double el = std::chrono::duration<double>(now - t0).count();
-      if (!o_.quiet && tty_ && now - shown > std::chrono::seconds(1)) {
-        std::cerr << "\r\033[K" << tag << "  " << last_line_with(log, "step ") << "  [" << duration_text(el) << "]" << std::flush;
-        shown = now, progress_shown_ = true;
-      } else if (!o_.quiet && !tty_ && now - heartbeat > std::chrono::minutes(5)) {
-        std::cerr << tag << "  " << last_line_with(log, "step ") << "  [" << duration_text(el) << "]" << std::endl;
-        heartbeat = now;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    const double seconds = before.seconds + std::chrono::duration<double>(Clock::now() - t0).count();
-    if (*code == 2) {  // bad input: the child's one-line message
-      auto msg = last_line_with(log, "stx: error: ");
-      msg = msg.empty() ? "stx train exited 2 (bad input); see " + log : msg.substr(12);
-      clear_progress();
-      throw InputError("run " + before.name + ": " + msg);
-    }
-    RunResult r = read_run(dir, before.scheme, before.depth, o_.plan.steps);
-    r.exit_code = *code, r.seconds = seconds;
-    if (*code == 0) {
-      if (!r.ended()) r.outcome = Outcome::Failed, r.cause = fmt::format("exited 0 at step {} < {}", r.step, o_.plan.steps);
-    } else if (*code == 1) {
-      r.outcome = Outcome::Diverged;
-      if (r.last_event_step > 0) r.step = r.last_event_step;
-      if (r.cause.empty()) r.cause = last_line_with(log, "diverged at step ");
-    } else if (*code > 128 && forwarded) {
-      r.outcome = fs::exists(fs::path(dir) / "checkpoint_last.safetensors") ? Outcome::Interrupted : Outcome::NotStarted;
-    } else {
-      r.outcome = Outcome::Failed;
-      r.cause = *code > 128 ? fmt::format("killed by signal {}", *code - 128) : fmt::format("exit {}", *code);
-    }
-    write_status(dir, r);
-    return r;
-  }
-
-  void clear_progress() {
-    if (progress_shown_) std::cerr << "\r\033[K" << std::flush;
-    progress_shown_ = false;
+    TrainChild c;
+    c.exe = o_.exe, c.dir = run_dir(before.scheme, before.depth), c.tag = tag, c.steps = o_.plan.steps, c.quiet = o_.quiet;
+    c.fresh_args = {"--config", o_.plan.config_path};
+    for (auto& s : o_.plan.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
+    for (auto& s : run_overrides(o_.plan, before.scheme, before.depth)) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
+    return run_train_child(c, before);
   }
 
   const SweepOptions& o_;
-  const bool tty_;
-  bool progress_shown_ = false;
   std::vector<RunResult> runs_;
   std::vector<std::string> figures_;
 };
