@@ -1,0 +1,187 @@
+// stx/experiment/collapse_figures.cpp — see collapse_figures.h.
+#include "stx/experiment/collapse_figures.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "stx/report/metrics_log.h"
+#include "stx/report/panels.h"
+
+namespace stx::experiment {
+
+namespace fs = std::filesystem;
+using Records = std::vector<nlohmann::json>;
+using sweep::Outcome;
+
+namespace {
+
+const char* palette(size_t i) {
+  static const char* c[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return c[i % 10];
+}
+
+std::string arm_color(const std::string& arm) {
+  static const std::map<std::string, std::string> c{{"post", "#d62728"},         {"pre", "#1f77b4"},
+                                                    {"post-sgd", "#ff7f0e"},     {"sigma-post", "#9467bd"},
+                                                    {"sigma-nonorm", "#2ca02c"}, {"sigma-post-sgd", "#e377c2"},
+                                                    {"sigma-nonorm-sgd", "#17becf"}};
+  auto it = c.find(arm);
+  return it == c.end() ? "#000000" : it->second;
+}
+
+bool training_line(const nlohmann::json& j) { return j.contains("loss") && !j.contains("event"); }
+
+// "step value" rows of the training lines (or, valid: validation lines) with a finite number at `ptr`.
+std::string series(const Records& rs, const std::string& ptr, bool positive = false, bool valid = false) {
+  const nlohmann::json::json_pointer p(ptr);
+  std::ostringstream s;
+  s.precision(8);
+  for (auto& j : rs) {
+    if (valid ? !j.contains("valid_loss") : !training_line(j)) continue;
+    if (!j.contains(p) || !j[p].is_number()) continue;
+    const double v = j[p].get<double>();
+    if (std::isfinite(v) && (!positive || v > 0)) s << j["step"].get<int64_t>() << " " << v << "\n";
+  }
+  return s.str();
+}
+
+// The attention layers a run logs: "/decoder/self_attn" → layer count.
+std::vector<std::pair<std::string, size_t>> attention_kinds(const Records& rs) {
+  std::vector<std::pair<std::string, size_t>> out;
+  for (auto& j : rs) {
+    if (!training_line(j) || !j.contains("attn_entropy")) continue;
+    for (auto& [stack, kinds] : j["attn_entropy"].items())
+      for (auto& [kind, f] : kinds.items())
+        if (f.contains("mean") && f["mean"].is_array()) out.emplace_back("/" + stack + "/" + kind, f["mean"].size());
+    break;
+  }
+  return out;
+}
+
+// Per training line: H_min and the bound of the same layer; and the largest σ_kq of any layer.
+struct Lowest {
+  std::string entropy, bound, sigma;
+};
+Lowest lowest(const Records& rs) {
+  Lowest out;
+  const auto kinds = attention_kinds(rs);
+  for (auto& j : rs) {
+    if (!training_line(j)) continue;
+    double h = INFINITY, b = NAN, s = -INFINITY;
+    for (auto& [k, n] : kinds)
+      for (size_t l = 0; l < n; ++l) {
+        const nlohmann::json::json_pointer pe("/attn_entropy" + k + "/mean/" + std::to_string(l)),
+            pb("/attn_entropy_bound" + k + "/mean/" + std::to_string(l)), ps("/attn_sigma_kq" + k + "/max_head/" + std::to_string(l));
+        if (j.contains(pe) && j[pe].is_number() && j[pe].get<double>() < h) {
+          h = j[pe].get<double>();
+          b = j.contains(pb) && j[pb].is_number() ? j[pb].get<double>() : NAN;
+        }
+        if (j.contains(ps) && j[ps].is_number()) s = std::max(s, j[ps].get<double>());
+      }
+    const auto st = j["step"].get<int64_t>();
+    if (std::isfinite(h)) out.entropy += fmt::format("{} {:.8g}\n", st, h);
+    if (std::isfinite(b)) out.bound += fmt::format("{} {:.8g}\n", st, b);
+    if (std::isfinite(s) && s > 0) out.sigma += fmt::format("{} {:.8g}\n", st, s);
+  }
+  return out;
+}
+
+Records records_of(const std::string& dir) {
+  const auto f = fs::path(dir) / "metrics.jsonl";
+  if (!fs::exists(f)) return {};
+  try {
+    return MetricsLog::read(f.string());
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+std::string lr_label(const Entry& e) {
+  std::string s = fmt::format("lr {:.3g}", e.lr);
+  if (e.run.outcome == Outcome::Diverged) s += fmt::format(" (diverged at {})", e.run.step);
+  if (e.run.outcome == Outcome::Stalled) s += " (stalled)";
+  return s;
+}
+
+void run_figure(const std::string& png, const Entry& e, const Records& rs) {
+  Panel loss{"loss", "update", "loss per token", false, false, {}};
+  loss.curves.push_back({series(rs, "/loss"), "lines lw 2", "#1f77b4", "train"});
+  loss.curves.push_back({series(rs, "/valid_loss", false, true), "points pt 7 ps 1.2", "#d62728", "valid"});
+  Panel ent{"attention entropy: mean (solid), lowest head (dotted), Thm 3.1 bound (dashed)", "update", "nats", false, false, {}};
+  Panel sig{"max over heads of ‖W_K W_Q^T‖_2/√d_h", "update", "spectral norm", false, true, {}};
+  size_t c = 0;
+  for (auto& [k, n] : attention_kinds(rs))
+    for (size_t l = 0; l < n; ++l, ++c) {
+      const auto L = std::to_string(l);
+      const auto label = fmt::format("{} {}", k.substr(1, k.find('/', 1) - 1) == "encoder" ? "enc" : "dec", l) +
+                         (k.find("encoder_attn") != std::string::npos ? " cross" : "");
+      ent.curves.push_back({series(rs, "/attn_entropy" + k + "/mean/" + L), "lines lw 2", palette(c), label});
+      ent.curves.push_back({series(rs, "/attn_entropy" + k + "/min_head/" + L), "lines dt 3 lw 1", palette(c), ""});
+      ent.curves.push_back({series(rs, "/attn_entropy_bound" + k + "/mean/" + L), "lines dt 2 lw 1", palette(c), ""});
+      sig.curves.push_back({series(rs, "/attn_sigma_kq" + k + "/max_head/" + L, true), "lines lw 2", palette(c), label});
+    }
+  draw_panels(png, {loss, ent, sig}, fmt::format("{}, {}", e.arm.title, lr_label(e)), 1800, 560);
+}
+
+void arm_figure(const std::string& png, const Arm& a, const std::vector<const Entry*>& es, const std::vector<Records>& rs) {
+  Panel loss{"train loss", "update", "loss per token", false, false, {}};
+  Panel ent{"lowest layer entropy H_min (solid), its Thm 3.1 bound (dashed)", "update", "nats", false, false, {}};
+  Panel sig{"largest ‖W_K W_Q^T‖_2/√d_h (any layer, head)", "update", "spectral norm", false, true, {}};
+  for (size_t i = 0; i < es.size(); ++i) {
+    const auto low = lowest(rs[i]);
+    loss.curves.push_back({series(rs[i], "/loss"), "lines lw 2", palette(i), lr_label(*es[i])});
+    ent.curves.push_back({low.entropy, "lines lw 2", palette(i), fmt::format("lr {:.3g}", es[i]->lr)});
+    ent.curves.push_back({low.bound, "lines dt 2 lw 1", palette(i), ""});
+    sig.curves.push_back({low.sigma, "lines lw 2", palette(i), fmt::format("lr {:.3g}", es[i]->lr)});
+  }
+  draw_panels(png, {loss, ent, sig}, a.title + ": one colour per learning rate", 1800, 560);
+}
+
+}  // namespace
+
+std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries) {
+  const fs::path fig_dir = fs::path(dir) / "figures";
+  std::error_code ec;
+  fs::create_directories(fig_dir, ec);
+  std::vector<std::string> out;
+  auto add = [&](const std::string& name) {
+    if (fs::exists(fig_dir / name)) out.push_back("figures/" + name);
+  };
+  // Learning-rate robustness: final validation loss vs lr; diverged runs as crosses at ln V.
+  const double lnV = std::log(static_cast<double>(p.base.data.spm_vocab_size));
+  Panel lr{"final validation loss vs learning rate (× : diverged, drawn at ln V)", "learning rate", "validation loss", true, false, {}};
+  lr.extra = fmt::format("set arrow from graph 0, first {0:.6g} to graph 1, first {0:.6g} nohead dt 3 lc rgb '#999999'\n", lnV);
+  for (auto& a : p.arms) {
+    std::string ok, bad;
+    for (auto& e : entries) {
+      if (e.arm.name != a.name || !e.run.ended()) continue;
+      if (e.run.outcome == Outcome::Diverged) bad += fmt::format("{:.6g} {:.6g}\n", e.lr, lnV);
+      else if (e.run.valid_loss) ok += fmt::format("{:.6g} {:.6g}\n", e.lr, *e.run.valid_loss);
+    }
+    lr.curves.push_back({ok, "linespoints lw 2 pt 7", arm_color(a.name), a.title});
+    lr.curves.push_back({bad, "points pt 2 ps 2.5 lw 2", arm_color(a.name), ok.empty() ? a.title : ""});
+  }
+  draw_panels((fig_dir / "lr_robustness.png").string(), {lr}, "", 1100, 650);
+  add("lr_robustness.png");
+  for (auto& a : p.arms) {
+    std::vector<const Entry*> es;
+    std::vector<Records> rs;
+    for (auto& e : entries) {
+      if (e.arm.name != a.name || e.run.outcome == Outcome::NotStarted) continue;
+      es.push_back(&e);
+      rs.push_back(records_of((fs::path(dir) / run_name(e.arm, e.multiplier)).string()));
+      run_figure((fig_dir / ("run_" + run_name(e.arm, e.multiplier) + ".png")).string(), e, rs.back());
+    }
+    if (es.empty()) continue;
+    arm_figure((fig_dir / ("arm_" + a.name + ".png")).string(), a, es, rs);
+    add("arm_" + a.name + ".png");
+  }
+  for (auto& e : entries) add("run_" + run_name(e.arm, e.multiplier) + ".png");
+  return out;
+}
+
+}  // namespace stx::experiment

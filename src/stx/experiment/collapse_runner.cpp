@@ -1,0 +1,174 @@
+// stx/experiment/collapse_runner.cpp — see collapse_runner.h.
+#include "stx/experiment/collapse_runner.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "stx/core/atomic_file.h"
+#include "stx/core/error.h"
+#include "stx/experiment/collapse_figures.h"
+#include "stx/experiment/collapse_report.h"
+#include "stx/report/metrics_log.h"
+#include "stx/sweep/sweep_report.h"
+#include "stx/sweep/train_child.h"
+#include "stx/train/signals.h"
+
+namespace stx::experiment {
+
+namespace fs = std::filesystem;
+using sweep::Outcome;
+
+namespace {
+
+// DIR must be new, empty, or an experiment with the same setup; then it holds this plan.
+void prepare_out(const ExperimentOptions& o) {
+  const fs::path dir(o.out), plan_file = dir / "experiment_plan.json";
+  std::error_code ec;
+  if (fs::exists(dir) && !fs::is_directory(dir)) throw InputError("--out " + o.out + " exists and is not a directory");
+  if (fs::exists(plan_file)) {
+    nlohmann::json stored;
+    try {
+      std::ifstream(plan_file) >> stored;
+    } catch (const std::exception&) {
+      throw InputError(plan_file.string() + " is not valid JSON; is --out " + o.out + " an experiment directory?");
+    }
+    bool trained = false;
+    for (auto& e : fs::directory_iterator(dir, ec))
+      trained |= e.is_directory() && fs::exists(e.path() / "checkpoint_last.safetensors");
+    const auto why = plan_mismatch(stored, o.plan);
+    if (!why.empty() && trained)
+      throw InputError("--out " + o.out + " holds an experiment with a different setup: " + why +
+                       "; rerun it with the same --config/--set/--steps/--sgd-lr or choose another --out");
+  } else if (fs::exists(dir) && !fs::is_empty(dir, ec)) {
+    throw InputError("--out " + o.out + " exists and is not an experiment directory (no experiment_plan.json); choose a new or empty directory");
+  }
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError("cannot create --out " + o.out + ": " + ec.message());
+  write_atomically(plan_file.string(), [&](const std::string& tmp) { std::ofstream(tmp) << plan_json(o.plan).dump(2) << "\n"; });
+}
+
+std::vector<nlohmann::json> records_of(const std::string& dir) {
+  const auto f = fs::path(dir) / "metrics.jsonl";
+  if (!fs::exists(f)) return {};
+  try {
+    return MetricsLog::read(f.string());
+  } catch (const InputError&) {
+    return {};
+  }
+}
+
+std::string result_text(const Entry& e) {
+  const auto& r = e.run;
+  std::string s;
+  switch (r.outcome) {
+    case Outcome::Converged:
+    case Outcome::Stalled:
+      s = sweep::to_string(r.outcome) + (r.valid_loss ? fmt::format("  valid loss {:.4f}", *r.valid_loss) : "");
+      break;
+    case Outcome::Diverged: s = fmt::format("diverged at step {}: {}", r.step, r.cause); break;
+    case Outcome::Failed: return "failed (" + r.cause + "); rerun to retry";
+    case Outcome::Interrupted: return fmt::format("stopped at step {}; rerun to continue", r.step);
+    case Outcome::NotStarted: return e.skipped.empty() ? "not started" : "not run: " + e.skipped;
+  }
+  const auto& g = e.reading;
+  if (g.min_entropy) s += fmt::format("  lowest layer entropy {:.3f} @ {}", *g.min_entropy, g.min_entropy_step);
+  s += g.collapse_step ? fmt::format("  collapsed @ {}", *g.collapse_step) : "";
+  return s + (r.seconds > 0 ? "  " + sweep::duration_text(r.seconds) : "");
+}
+
+class Runner {
+ public:
+  explicit Runner(const ExperimentOptions& o) : o_(o) {}
+
+  int run() {
+    prepare_out(o_);
+    install_stop_handlers();
+    const auto& p = o_.plan;
+    for (auto& a : p.arms)
+      for (double m : p.multipliers) {
+        Entry e{a, m, run_lr(p, a, m)};
+        e.run = sweep::read_run(dir_of(e), a.name, 0, p.steps);
+        e.run.name = run_name(a, m);
+        reread(e);
+        entries_.push_back(e);
+      }
+    const size_t total = entries_.size();
+    for (size_t i = 0; i < total; ++i) {
+      auto& e = entries_[i];
+      const auto tag = fmt::format("[{}/{}] {} (lr {:.3g})", i + 1, total, e.run.name, e.lr);
+      if (auto why = lower_diverged(i); !why.empty() && !e.run.ended()) {
+        e.skipped = why;
+        std::cout << tag << ": not run: " << why << std::endl;
+        continue;
+      }
+      if (e.run.ended()) {
+        std::cout << tag << ": " << result_text(e) << " (done before)" << std::endl;
+        continue;
+      }
+      if (int sig = stop_signal()) return stop(sig);
+      sweep::TrainChild c;
+      c.exe = o_.exe, c.dir = dir_of(e), c.tag = tag, c.steps = p.steps, c.quiet = o_.quiet, c.who = "stx experiment";
+      c.fresh_args = {"--config", p.config_path};
+      for (auto& s : p.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
+      for (auto& s : run_overrides(p, e.arm, e.multiplier)) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
+      e.run = sweep::run_train_child(c, e.run);
+      reread(e);
+      std::cout << tag << ": " << result_text(e) << std::endl;
+      if (int sig = stop_signal()) return stop(sig);
+      write_report(o_.out, o_.command, p, entries_, figures_);
+    }
+    figures_ = draw_figures(o_.out, p, entries_);
+    write_report(o_.out, o_.command, p, entries_, figures_);
+    int failed = 0, diverged = 0, collapsed = 0, ended = 0;
+    for (auto& e : entries_) {
+      failed += e.run.outcome == Outcome::Failed;
+      diverged += e.run.outcome == Outcome::Diverged;
+      ended += e.run.ended();
+      collapsed += e.run.ended() && e.reading.collapse_step.has_value();
+    }
+    std::cout << fmt::format("entropy-collapse: {} runs ended ({} diverged, {} with entropy collapse){}; report in {}", ended,
+                             diverged, collapsed, failed ? fmt::format(", {} failed (rerun to retry)", failed) : "",
+                             (fs::path(o_.out) / "report.md").string())
+              << std::endl;
+    return failed ? 1 : 0;
+  }
+
+ private:
+  std::string dir_of(const Entry& e) const { return (fs::path(o_.out) / run_name(e.arm, e.multiplier)).string(); }
+
+  void reread(Entry& e) {
+    e.reading = read_collapse(records_of(dir_of(e)), e.run, o_.plan.threshold, o_.plan.spike_nats);
+  }
+
+  // Why entry i is not run: a lower multiplier of the same arm diverged.
+  std::string lower_diverged(size_t i) const {
+    for (size_t k = 0; k < i; ++k)
+      if (entries_[k].arm.name == entries_[i].arm.name && entries_[k].run.outcome == Outcome::Diverged)
+        return fmt::format("lr {:.3g} (×{:g}) diverged", entries_[k].lr, entries_[k].multiplier);
+    return "";
+  }
+
+  int stop(int sig) {
+    std::cerr << fmt::format("stx experiment: stopped by signal {}; rerun the same command to continue\n", sig);
+    try {
+      figures_ = draw_figures(o_.out, o_.plan, entries_);
+    } catch (const InputError& e) {
+      std::cerr << "stx experiment: figures not drawn: " << e.what() << "\n";
+    }
+    write_report(o_.out, o_.command, o_.plan, entries_, figures_);
+    return 128 + sig;
+  }
+
+  const ExperimentOptions& o_;
+  std::vector<Entry> entries_;
+  std::vector<std::string> figures_;
+};
+
+}  // namespace
+
+int run_entropy_collapse(const ExperimentOptions& o) { return Runner(o).run(); }
+
+}  // namespace stx::experiment
