@@ -22,7 +22,7 @@ void register_experiment(Registry& reg) {
     ConfigOptions cfg;
     std::string name, out, arms, multipliers;
     int64_t steps = 0;
-    double sgd_lr = 0.1, threshold = 0.1, spike_nats = 1.0;
+    double sgd_lr = 0.01, threshold = 0.1, spike_nats = 1.0;
     bool quick = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
@@ -40,7 +40,7 @@ void register_experiment(Registry& reg) {
   sub->add_option("--steps", o->steps, "updates per run (default: the config's train.max_steps; quick: 60)");
   sub->add_option("--arms", o->arms, "comma-separated configurations (default: all): " + all);
   sub->add_option("--multipliers", o->multipliers,
-                  "learning-rate multipliers, increasing (default 1,2,4,8,16,32,64; quick 1,8,64); an arm stops climbing at its "
+                  "learning-rate multipliers, increasing (default 1,4,16,64; quick 1,8,64); an arm stops climbing at its "
                   "first divergence");
   sub->add_option("--sgd-lr", o->sgd_lr, "base learning rate of the SGD arms (Adam arms: train.lr)")->capture_default_str();
   sub->add_option("--collapse-threshold", o->threshold, "entropy collapse: lowest layer entropy below this many nats")
@@ -51,7 +51,7 @@ void register_experiment(Registry& reg) {
     experiment::ExperimentOptions e;
     if (o->steps < 0) throw InputError(fmt::format("--steps {}: must be a positive number of updates", o->steps));
     const int64_t steps = o->steps != 0 ? o->steps : (o->quick ? 60 : resolve_config(o->cfg.config, o->cfg.overrides).train.max_steps);
-    const auto mult = !o->multipliers.empty() ? o->multipliers : (o->quick ? "1,8,64" : "1,2,4,8,16,32,64");
+    const auto mult = !o->multipliers.empty() ? o->multipliers : (o->quick ? "1,8,64" : "1,4,16,64");
     e.plan = experiment::make_plan(o->cfg.config, o->cfg.overrides, experiment::parse_arms(o->arms.empty() ? all : o->arms),
                                    experiment::parse_multipliers(mult), steps, o->sgd_lr, o->threshold, o->spike_nats, o->quick);
     std::error_code ec;

@@ -108,7 +108,7 @@ std::string lr_label(const Entry& e) {
 }
 
 void run_figure(const std::string& png, const Entry& e, const Records& rs) {
-  Panel loss{"loss", "update", "loss per token", false, false, {}};
+  Panel loss{"loss", "update", "loss per token", false, true, {}};  // log y when the span is wide (no-norm runs start near 100)
   loss.curves.push_back({series(rs, "/loss"), "lines lw 2", "#1f77b4", "train"});
   loss.curves.push_back({series(rs, "/valid_loss", false, true), "points pt 7 ps 1.2", "#d62728", "valid"});
   Panel ent{"attention entropy: mean (solid), lowest head (dotted), Thm 3.1 bound (dashed)", "update", "nats", false, false, {}};
@@ -128,8 +128,8 @@ void run_figure(const std::string& png, const Entry& e, const Records& rs) {
 }
 
 void arm_figure(const std::string& png, const Arm& a, const std::vector<const Entry*>& es, const std::vector<Records>& rs) {
-  Panel loss{"train loss", "update", "loss per token", false, false, {}};
-  Panel ent{"lowest layer entropy H_min (solid), its Thm 3.1 bound (dashed)", "update", "nats", false, false, {}};
+  Panel loss{"train loss", "update", "loss per token", false, true, {}};
+  Panel ent{"lowest layer entropy H_min (solid), Thm 3.1 bound of that layer (dashed)", "update", "nats", false, false, {}};
   Panel sig{"largest ‖W_K W_Q^T‖_2/√d_h (any layer, head)", "update", "spectral norm", false, true, {}};
   for (size_t i = 0; i < es.size(); ++i) {
     const auto low = lowest(rs[i]);
@@ -153,17 +153,21 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
   };
   // Learning-rate robustness: final validation loss vs lr; diverged runs as crosses at ln V.
   const double lnV = std::log(static_cast<double>(p.base.data.spm_vocab_size));
-  Panel lr{"final validation loss vs learning rate (× : diverged, drawn at ln V)", "learning rate", "validation loss", true, false, {}};
+  Panel lr{"final validation loss vs learning rate (× or +: diverged, drawn at ln V, dotted)", "learning rate", "validation loss", true, false, {}};
   lr.extra = fmt::format("set arrow from graph 0, first {0:.6g} to graph 1, first {0:.6g} nohead dt 3 lc rgb '#999999'\n", lnV);
+  int pt = 0;
   for (auto& a : p.arms) {
     std::string ok, bad;
+    ++pt;
     for (auto& e : entries) {
       if (e.arm.name != a.name || !e.run.ended()) continue;
       if (e.run.outcome == Outcome::Diverged) bad += fmt::format("{:.6g} {:.6g}\n", e.lr, lnV);
       else if (e.run.valid_loss) ok += fmt::format("{:.6g} {:.6g}\n", e.lr, *e.run.valid_loss);
     }
-    lr.curves.push_back({ok, "linespoints lw 2 pt 7", arm_color(a.name), a.title});
-    lr.curves.push_back({bad, "points pt 2 ps 2.5 lw 2", arm_color(a.name), ok.empty() ? a.title : ""});
+    // One point type per arm, so coinciding points of two arms stay distinguishable.
+    static const int kPt[] = {7, 5, 9, 11, 13, 4, 6};
+    lr.curves.push_back({ok, fmt::format("linespoints lw 2 pt {} ps 1.3", kPt[(pt - 1) % 7]), arm_color(a.name), a.title});
+    lr.curves.push_back({bad, fmt::format("points pt {} ps 2.5 lw 2", pt % 2 ? 2 : 1), arm_color(a.name), ok.empty() ? a.title : ""});
   }
   draw_panels((fig_dir / "lr_robustness.png").string(), {lr}, "", 1100, 650);
   add("lr_robustness.png");

@@ -38,7 +38,7 @@ struct CollapsePlan {
   std::vector<Arm> arms;
   std::vector<double> multipliers;
   int64_t steps = 0;
-  double sgd_lr = 0.1;
+  double sgd_lr = 0.01;
   double threshold = 0.1;   // collapse: lowest layer entropy below this (nats)
   double spike_nats = 1.0;  // loss spike: a train loss this far above the lowest before it
   bool quick = false;
