@@ -1,7 +1,8 @@
 // stx/probe/logit_bound.h: Zhai et al. Theorem 3.1 on a model's own attention layers. The
 // per-head ‖M_h‖₂ (computed through QR) equals the spectral norm of the explicit bias-augmented
-// product; every logit row of a real forward (padding, causal mask, cross-attention, σReparam)
-// has norm ≤ 𝛔 = σ_h ‖X'_q‖₂‖X'_k‖₂; and the logged bound never exceeds the measured entropy.
+// product; every logit row of a real forward (padding, self- and cross-attention, σReparam) has
+// norm ≤ 𝛔 = σ_h ‖X'_q‖₂‖X'_k‖₂; and the logged bound never exceeds the measured entropy, and at
+// small 𝛔 lies within 0.05 nats of it in every layer (causal key counts included).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -117,7 +118,7 @@ TEST(LogitBound, LoggedBoundNeverExceedsMeasuredEntropy) {
       auto bnd = probe::logit_bound(*p.model, p.taps, p.src_mask, p.tgt_mask);
       ASSERT_TRUE(bnd.contains("attn_entropy_bound")) << bnd.dump();
       int checked = 0;
-      double tightest = 1e9;
+      double loosest = 0;
       for (auto& [stack, kinds] : ent.items())
         for (auto& [kind, f] : kinds.items())
           for (const char* field : {"mean", "min_head"}) {
@@ -126,11 +127,13 @@ TEST(LogitBound, LoggedBoundNeverExceedsMeasuredEntropy) {
             ASSERT_EQ(e.size(), b.size()) << stack << "." << kind;
             for (size_t l = 0; l < e.size(); ++l, ++checked) {
               EXPECT_GE(e[l].get<double>() + 1e-9, b[l].get<double>()) << stack << "." << kind << "." << field << "[" << l << "]";
-              tightest = std::min(tightest, e[l].get<double>() - b[l].get<double>());
+              loosest = std::max(loosest, e[l].get<double>() - b[l].get<double>());
             }
           }
       EXPECT_EQ(checked, 2 * (3 + 2 + 2));  // encoder self 3, decoder self 2, cross 2; mean and min_head
-      if (s == 0.05) EXPECT_LT(tightest, 0.05) << "at tiny 𝛔 the bound must be near the entropy (≈ log n)";
+      // At tiny 𝛔 every row's entropy and bound are both ≈ log n: a bound too low anywhere (wrong
+      // key counts, wrong 𝛔) shows as a gap here, in every stack, attention kind and layer.
+      if (s == 0.05) EXPECT_LT(loosest, 0.05) << "sigma_reparam " << sigma;
       EXPECT_EQ(bnd["attn_sigma_kq"]["decoder"]["encoder_attn"]["max_head"].size(), 2u);
     }
 }

@@ -21,7 +21,7 @@ void register_experiment(Registry& reg) {
   struct Opts {
     ConfigOptions cfg;
     std::string name, out, arms, multipliers;
-    int64_t steps = 0;
+    int64_t steps = -1;  // -1: not given
     double sgd_lr = 0.01, threshold = 0.1, spike_nats = 1.0;
     bool quick = false, quiet = false;
   };
@@ -49,8 +49,8 @@ void register_experiment(Registry& reg) {
   sub->add_flag("--quiet", o->quiet, "no progress line on stderr (result lines still go to stdout)");
   reg.add(sub, [o, all] {
     experiment::ExperimentOptions e;
-    if (o->steps < 0) throw InputError(fmt::format("--steps {}: must be a positive number of updates", o->steps));
-    const int64_t steps = o->steps != 0 ? o->steps : (o->quick ? 60 : resolve_config(o->cfg.config, o->cfg.overrides).train.max_steps);
+    if (o->steps == 0 || o->steps < -1) throw InputError(fmt::format("--steps {}: must be a positive number of updates", o->steps));
+    const int64_t steps = o->steps > 0 ? o->steps : (o->quick ? 60 : resolve_config(o->cfg.config, o->cfg.overrides).train.max_steps);
     const auto mult = !o->multipliers.empty() ? o->multipliers : (o->quick ? "1,8,64" : "1,4,16,64");
     e.plan = experiment::make_plan(o->cfg.config, o->cfg.overrides, experiment::parse_arms(o->arms.empty() ? all : o->arms),
                                    experiment::parse_multipliers(mult), steps, o->sgd_lr, o->threshold, o->spike_nats, o->quick);

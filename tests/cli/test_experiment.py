@@ -1,6 +1,6 @@
 """`stx experiment entropy-collapse` end to end on a tiny language model (d=16, one layer, a few
 steps): the learning-rate ladder stops an arm at its first divergence, every run's reading and the
-Theorem 3.1 bound logged beside the entropy (never above it), the report and figures, a rerun
+Theorem 3.1 bound logged beside the entropy, the report and figures, a rerun
 that redoes nothing, a changed setup refused, and bad input (exit 2, one line).
 Run: python3 tests/cli/test_experiment.py build/stx"""
 import gzip
@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory() as d:
 
     expect_bad("unknown arm", cmd[:6] + ["--arms", "post,postln"], ["postln", "sigma-nonorm"])
     expect_bad("multipliers must increase", cmd[:6] + ["--multipliers", "4,2"], ["--multipliers"])
-    expect_bad("--set of a key the experiment sets", cmd + ["--set", "train.lr=1"], ["train.lr"])
+    expect_bad("--set of a key the experiment sets", cmd + ["--set", "train.max_steps=9"], ["train.max_steps"])
     expect_bad("unknown experiment", ["experiment", "entropy-colapse", "--config", cfg, "--out", out], ["entropy-colapse"])
     check("no output for bad arguments", not os.path.exists(out))
 
@@ -94,7 +94,8 @@ with tempfile.TemporaryDirectory() as d:
           len(last["attn_sigma_kq"]["decoder"]["self_attn"]["max_head"]) == 1 and
           len(last["attn_entropy_bound"]["decoder"]["self_attn"]["min_head"]) == 1, sorted(last))
     gaps = [x["reading"]["min_bound_gap"] for x in rep["runs"] if x["reading"]["min_bound_gap"] is not None]
-    check("measured entropy ≥ the bound in every run", gaps and min(gaps) >= -1e-6, gaps)
+    # A smoke check (on these layers the bound is ~0; tests/test_logit_bound.cpp checks it where it is tight).
+    check("measured entropy ≥ the logged bound in every run", gaps and min(gaps) >= -1e-6, gaps)
     low = min(l["attn_entropy"]["decoder"]["self_attn"]["mean"][0] for l in lines)
     check("reading: lowest entropy is the logged minimum", abs(runs["post-x1"]["reading"]["min_entropy"] - low) < 1e-9,
           (runs["post-x1"]["reading"], low))
@@ -114,5 +115,6 @@ with tempfile.TemporaryDirectory() as d:
         check("rerun: nothing trained again", r2.returncode == 0 and f.read().count("# stx experiment") == starts and
               "done before" in r2.stdout, r2.stdout + r2.stderr[-500:])
     expect_bad("a changed setup is refused", cmd[:-2] + ["--sgd-lr", "0.1"], ["--sgd-lr"])
+    expect_bad("a changed Adam base rate is refused", cmd + ["--set", "train.lr=1e-3"], ["train.lr"])
 
 check.finish()

@@ -143,6 +143,15 @@ void arm_figure(const std::string& png, const Arm& a, const std::vector<const En
 
 }  // namespace
 
+std::vector<std::string> existing_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries) {
+  std::vector<std::string> names{"lr_robustness.png"}, out;
+  for (auto& a : p.arms) names.push_back("arm_" + a.name + ".png");
+  for (auto& e : entries) names.push_back("run_" + run_name(e.arm, e.multiplier) + ".png");
+  for (auto& n : names)
+    if (fs::exists(fs::path(dir) / "figures" / n)) out.push_back("figures/" + n);
+  return out;
+}
+
 std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries) {
   const fs::path fig_dir = fs::path(dir) / "figures";
   std::error_code ec;
@@ -152,7 +161,10 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
     if (fs::exists(fig_dir / name)) out.push_back("figures/" + name);
   };
   // Learning-rate robustness: final validation loss vs lr; diverged runs as crosses at ln V.
-  const double lnV = std::log(static_cast<double>(p.base.data.spm_vocab_size));
+  int64_t vocab = p.base.data.spm_vocab_size;  // as requested; the runs' real size when known
+  for (auto& e : entries)
+    if (e.run.vocab_size > 0) vocab = e.run.vocab_size;
+  const double lnV = std::log(static_cast<double>(vocab));
   Panel lr{"final validation loss vs learning rate (× or +: diverged, drawn at ln V, dotted)", "learning rate", "validation loss", true, false, {}};
   lr.extra = fmt::format("set arrow from graph 0, first {0:.6g} to graph 1, first {0:.6g} nohead dt 3 lc rgb '#999999'\n", lnV);
   int pt = 0;

@@ -27,9 +27,9 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
-// Keys every run sets itself.
+// Keys every run sets itself (train.lr is not one: it is the Adam arms' base rate).
 const std::set<std::string>& own_keys() {
-  static const std::set<std::string> k{"train.max_steps",   "train.lr",         "train.warmup_steps", "train.schedule",
+  static const std::set<std::string> k{"train.max_steps",   "train.warmup_steps", "train.schedule",
                                        "train.optimizer",   "train.on_divergence", "model.scheme",    "model.norm",
                                        "model.sigma_reparam"};
   return k;
@@ -88,6 +88,8 @@ std::vector<double> parse_multipliers(const std::string& text) {
       throw InputError("--multipliers '" + text + "': '" + item + "' is not a positive number (expected e.g. 1,2,4,8)");
     if (!out.empty() && v <= out.back())
       throw InputError("--multipliers '" + text + "': must increase (the ladder climbs until a run diverges)");
+    if (!out.empty() && fmt::format("{:g}", v) == fmt::format("{:g}", out.back()))
+      throw InputError("--multipliers '" + text + "': " + item + " and the one before it name the same run (they agree to 6 digits)");
     out.push_back(v);
   }
   if (out.empty()) throw InputError("--multipliers: needs at least one value");

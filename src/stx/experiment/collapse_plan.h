@@ -8,7 +8,8 @@
 //                                  the paper's "without adaptive optimizers" claim
 //   sigma-post, sigma-post-sgd     σReparam on every linear + Post-LN, Adam / SGD
 //   sigma-nonorm, sigma-nonorm-sgd σReparam with no normalization at all (model.norm = none), Adam / SGD
-// A run's learning rate is (Adam: the config's train.lr; SGD: --sgd-lr) × the multiplier.
+// A run's learning rate is (Adam: the config's train.lr, which --set may change; SGD: --sgd-lr)
+// × the multiplier.
 // Multipliers climb in the given order; once a run of an arm diverges, its higher multipliers
 // are not run ("until it fails").
 #pragma once

@@ -69,7 +69,7 @@ std::string markdown(const std::string& command, const CollapsePlan& p, const st
   if (ended + skipped < es.size())
     md << fmt::format("**Incomplete: {} of {} runs have ended.** Rerun the command above to continue.\n\n", ended + skipped, es.size());
 
-  md << "## Learning rates that train\n\n| configuration | learning rates run | converged at | first failure |\n|---|---|---|---|\n";
+  md << "## Learning rates that train\n\n| configuration | learning rates run | converged at | first run not converged |\n|---|---|---|---|\n";
   for (auto& a : p.arms) {
     std::string run, first_fail;
     for (auto& e : es) {

@@ -95,13 +95,15 @@ class Runner {
         reread(e);
         entries_.push_back(e);
       }
+    figures_ = existing_figures(o_.out, p, entries_);
     const size_t total = entries_.size();
     for (size_t i = 0; i < total; ++i) {
       auto& e = entries_[i];
       const auto tag = fmt::format("[{}/{}] {} (lr {:.3g})", i + 1, total, e.run.name, e.lr);
-      if (auto why = lower_diverged(i); !why.empty() && !e.run.ended()) {
+      if (auto why = lower_blocks(i); !why.empty() && !e.run.ended()) {
         e.skipped = why;
         std::cout << tag << ": not run: " << why << std::endl;
+        write_report(o_.out, o_.command, p, entries_, figures_);
         continue;
       }
       if (e.run.ended()) {
@@ -120,11 +122,11 @@ class Runner {
       if (int sig = stop_signal()) return stop(sig);
       write_report(o_.out, o_.command, p, entries_, figures_);
     }
-    figures_ = draw_figures(o_.out, p, entries_);
+    draw();
     write_report(o_.out, o_.command, p, entries_, figures_);
     int failed = 0, diverged = 0, collapsed = 0, ended = 0;
     for (auto& e : entries_) {
-      failed += e.run.outcome == Outcome::Failed;
+      failed += e.run.outcome == Outcome::Failed || (!e.skipped.empty() && !e.run.ended() && e.skipped.find("rerun") != std::string::npos);
       diverged += e.run.outcome == Outcome::Diverged;
       ended += e.run.ended();
       collapsed += e.run.ended() && e.reading.collapse_step.has_value();
@@ -143,21 +145,30 @@ class Runner {
     e.reading = read_collapse(records_of(dir_of(e)), e.run, o_.plan.threshold, o_.plan.spike_nats);
   }
 
-  // Why entry i is not run: a lower multiplier of the same arm diverged.
-  std::string lower_diverged(size_t i) const {
-    for (size_t k = 0; k < i; ++k)
-      if (entries_[k].arm.name == entries_[i].arm.name && entries_[k].run.outcome == Outcome::Diverged)
-        return fmt::format("lr {:.3g} (×{:g}) diverged", entries_[k].lr, entries_[k].multiplier);
+  // Why entry i is not run: a lower multiplier of the same arm diverged (the ladder ends there), or
+  // has not ended (it failed: a rerun retries it first, then decides).
+  std::string lower_blocks(size_t i) const {
+    for (size_t k = 0; k < i; ++k) {
+      const auto& lo = entries_[k];
+      if (lo.arm.name != entries_[i].arm.name) continue;
+      if (lo.run.outcome == Outcome::Diverged) return fmt::format("lr {:.3g} (×{:g}) diverged", lo.lr, lo.multiplier);
+      if (!lo.run.ended()) return fmt::format("lr {:.3g} (×{:g}) has not ended; rerun to retry", lo.lr, lo.multiplier);
+    }
     return "";
   }
 
-  int stop(int sig) {
-    std::cerr << fmt::format("stx experiment: stopped by signal {}; rerun the same command to continue\n", sig);
+  // The figures; a failure to draw (no gnuplot) is reported, not fatal: the runs are done.
+  void draw() {
     try {
       figures_ = draw_figures(o_.out, o_.plan, entries_);
     } catch (const InputError& e) {
       std::cerr << "stx experiment: figures not drawn: " << e.what() << "\n";
     }
+  }
+
+  int stop(int sig) {
+    std::cerr << fmt::format("stx experiment: stopped by signal {}; rerun the same command to continue\n", sig);
+    draw();
     write_report(o_.out, o_.command, o_.plan, entries_, figures_);
     return 128 + sig;
   }

@@ -24,8 +24,9 @@ namespace stx {
 
 class Taps {
  public:
-  // `filters`: substrings; a name is recorded when it contains any of them (empty: all but
-  // attention probabilities). `with_grad`: keep gradients of recorded tensors after backward.
+  // `filters`: substrings; a name is recorded when it contains any of them (empty: all but the
+  // attention internals probs, queries_in, keys_in). `with_grad`: keep gradients of recorded
+  // tensors after backward.
   explicit Taps(std::vector<std::string> filters = {}, bool with_grad = false)
       : filters_(std::move(filters)), with_grad_(with_grad) {}
 

@@ -21,7 +21,7 @@ torch::Tensor augmented_weight(LinearImpl& lin) {
 // (NaN for all when x is not finite: a diverged model).
 torch::Tensor input_norms(const torch::Tensor& x, const torch::Tensor& mask) {
   auto m = mask.to(kF64).unsqueeze(-1);  // [B, T, 1]
-  auto xa = torch::cat({x.detach().to(kF64) * m, m}, -1);
+  auto xa = torch::cat({torch::where(m > 0, x.detach().to(kF64), torch::zeros_like(m)), m}, -1);
   if (!torch::isfinite(xa).all().item<bool>()) return torch::full({x.size(0)}, NAN, xa.options());
   return torch::linalg_svdvals(xa).select(-1, 0);
 }
@@ -81,8 +81,8 @@ nlohmann::json logit_bound(TransformerImpl& model, const Taps& taps, const torch
         auto bar = sig_h.view({1, -1, 1}) * (sq * sk).view({-1, 1, 1});                    // 𝛔 [B, H, 1]
         auto nk = kmask.to(kF64).sum(1).view({-1, 1});                                    // real keys [B, 1]
         const int64_t Tq = qmask.size(1);
-        auto keys = nk.expand({nk.size(0), Tq});
-        if (!cross && dec) keys = torch::minimum(keys, torch::arange(1, Tq + 1, keys.options()).unsqueeze(0));  // causal
+        // Keys a query row sees: every real key; causal: the real keys up to and including it.
+        auto keys = !cross && dec ? kmask.to(kF64).cumsum(1) : nk.expand({nk.size(0), Tq});
         auto bound = entropy_lower_bound(bar, keys.unsqueeze(1));                         // [B, H, Tq]
         auto w = qmask.to(kF64).unsqueeze(1);
         auto per_head = (bound * w).sum(torch::IntArrayRef{0, 2}) / std::max(1.0, qmask.sum().item<double>());
