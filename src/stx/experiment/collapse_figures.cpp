@@ -165,7 +165,7 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
   for (auto& e : entries)
     if (e.run.vocab_size > 0) vocab = e.run.vocab_size;
   const double lnV = std::log(static_cast<double>(vocab));
-  Panel lr{"final validation loss vs learning rate (× or +: diverged, drawn at ln V, dotted)", "learning rate", "validation loss", true, false, {}};
+  Panel lr{"final validation loss vs learning rate (× or +: diverged, drawn at ln V, dotted)", "learning rate", "validation loss (log)", true, true, {}};
   lr.extra = fmt::format("set arrow from graph 0, first {0:.6g} to graph 1, first {0:.6g} nohead dt 3 lc rgb '#999999'\n", lnV);
   int pt = 0;
   for (auto& a : p.arms) {
