@@ -13,6 +13,7 @@
 #include "stx/experiment/collapse_report.h"
 #include "stx/report/metrics_log.h"
 #include "stx/sweep/sweep_report.h"
+#include "stx/sweep/grid_dir.h"
 #include "stx/sweep/train_child.h"
 #include "stx/train/signals.h"
 
@@ -23,31 +24,9 @@ using sweep::Outcome;
 
 namespace {
 
-// DIR must be new, empty, or an experiment with the same setup; then it holds this plan.
 void prepare_out(const ExperimentOptions& o) {
-  const fs::path dir(o.out), plan_file = dir / "experiment_plan.json";
-  std::error_code ec;
-  if (fs::exists(dir) && !fs::is_directory(dir)) throw InputError("--out " + o.out + " exists and is not a directory");
-  if (fs::exists(plan_file)) {
-    nlohmann::json stored;
-    try {
-      std::ifstream(plan_file) >> stored;
-    } catch (const std::exception&) {
-      throw InputError(plan_file.string() + " is not valid JSON; is --out " + o.out + " an experiment directory?");
-    }
-    bool trained = false;
-    for (auto& e : fs::directory_iterator(dir, ec))
-      trained |= e.is_directory() && fs::exists(e.path() / "checkpoint_last.safetensors");
-    const auto why = plan_mismatch(stored, o.plan);
-    if (!why.empty() && trained)
-      throw InputError("--out " + o.out + " holds an experiment with a different setup: " + why +
-                       "; rerun it with the same --config/--set/--steps/--sgd-lr or choose another --out");
-  } else if (fs::exists(dir) && !fs::is_empty(dir, ec)) {
-    throw InputError("--out " + o.out + " exists and is not an experiment directory (no experiment_plan.json); choose a new or empty directory");
-  }
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError("cannot create --out " + o.out + ": " + ec.message());
-  write_atomically(plan_file.string(), [&](const std::string& tmp) { std::ofstream(tmp) << plan_json(o.plan).dump(2) << "\n"; });
+  sweep::prepare_grid_dir({o.out, "experiment_plan.json", "an experiment", "--config/--set/--steps/--sgd-lr"}, plan_json(o.plan),
+                          [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
 std::vector<nlohmann::json> records_of(const std::string& dir) {

@@ -1,0 +1,42 @@
+// stx/sweep/grid_dir.cpp — see grid_dir.h.
+#include "stx/sweep/grid_dir.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "stx/core/atomic_file.h"
+#include "stx/core/error.h"
+
+namespace stx::sweep {
+
+namespace fs = std::filesystem;
+
+void prepare_grid_dir(const GridDir& g, const nlohmann::json& plan,
+                      const std::function<std::string(const nlohmann::json&)>& mismatch) {
+  const fs::path dir(g.out), plan_file = dir / g.plan_file;
+  std::error_code ec;
+  if (fs::exists(dir) && !fs::is_directory(dir)) throw InputError("--out " + g.out + " exists and is not a directory");
+  if (fs::exists(plan_file)) {
+    nlohmann::json stored;
+    try {
+      std::ifstream(plan_file) >> stored;
+    } catch (const std::exception&) {
+      throw InputError(plan_file.string() + " is not valid JSON; is --out " + g.out + " " + g.kind + " directory?");
+    }
+    bool trained = false;
+    for (auto& e : fs::directory_iterator(dir, ec))
+      trained |= e.is_directory() && fs::exists(e.path() / "checkpoint_last.safetensors");
+    const auto why = mismatch(stored);
+    if (!why.empty() && trained)
+      throw InputError("--out " + g.out + " holds " + g.kind + " with a different setup: " + why + "; rerun it with the same " +
+                       g.options + " or choose another --out");
+  } else if (fs::exists(dir) && !fs::is_empty(dir, ec)) {
+    throw InputError("--out " + g.out + " exists and is not " + g.kind + " directory (no " + g.plan_file +
+                     "); choose a new or empty directory");
+  }
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError("cannot create --out " + g.out + ": " + ec.message());
+  write_atomically(plan_file.string(), [&](const std::string& tmp) { std::ofstream(tmp) << plan.dump(2) << "\n"; });
+}
+
+}  // namespace stx::sweep
