@@ -17,7 +17,7 @@ void register_sweep(Registry& reg) {
   struct Opts {
     ConfigOptions cfg;
     std::string depths, schemes = "post,post-init,pre,deepnorm,sigma", out;
-    int64_t steps = 0, early_steps = 0;
+    int64_t steps = 0, early_steps = 0, jobs = 1;
     bool quiet = false;
   };
   auto o = std::make_shared<Opts>();
@@ -33,6 +33,7 @@ void register_sweep(Registry& reg) {
   sub->add_option("--steps", o->steps, "updates per run (train.max_steps)")->required();
   sub->add_option("--out", o->out, "sweep directory: one run directory per pair, sweep.md, sweep.json, figures/")->required();
   sub->add_option("--early-steps", o->early_steps, "x range of the ΔF / gradient-norm figures (default: max(100, steps/10), at most steps)");
+  sub->add_option("--jobs", o->jobs, "runs at once, each with cores/jobs threads unless STX_THREADS is set (default 1)");
   sub->add_flag("--quiet", o->quiet, "no progress line on stderr (result lines still go to stdout)");
   reg.add(sub, [o] {
     sweep::SweepOptions s;
@@ -40,6 +41,8 @@ void register_sweep(Registry& reg) {
                               o->steps);
     if (o->early_steps < 0) throw InputError("--early-steps " + std::to_string(o->early_steps) + ": must be ≥ 0 (0: automatic)");
     s.early_steps = o->early_steps > 0 ? o->early_steps : std::min<int64_t>(o->steps, std::max<int64_t>(100, (o->steps + 9) / 10));
+    if (o->jobs < 1 || o->jobs > 64) throw InputError("--jobs " + std::to_string(o->jobs) + ": must be between 1 and 64");
+    s.jobs = static_cast<int>(o->jobs);
     std::error_code ec;
     s.exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) throw InputError("cannot find the stx binary (/proc/self/exe): " + ec.message());

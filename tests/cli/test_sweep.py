@@ -1,7 +1,7 @@
 """`stx sweep` end to end on a tiny language model (d=16, depths 1 and 2, two schemes, a few
 steps): the report and figures, an interruption with SIGTERM and a rerun that skips what ended
 and resumes what did not, refusal of a changed setup, a sweep where every run diverges (an
-encoder-decoder, so the depth reads "1L-1L"), and bad input (exit 2, one line).
+encoder-decoder, so the depth reads "1L-1L"; its two runs at once with --jobs 2), and bad input (exit 2, one line).
 Run: python3 tests/cli/test_sweep.py build/stx"""
 import gzip
 import json
@@ -189,9 +189,15 @@ with tempfile.TemporaryDirectory() as d:
             write(os.path.join(mtc, f"{split}.{lang}"), "".join(l + "\n" for l in lines(os.path.join(bible, f"{split}.{lang}.gz"), n)))
     mt_cfg = write(os.path.join(d, "mt.yaml"), MODEL.format(arch="encoder-decoder", task="translation", corpus=mtc))
     div = os.path.join(d, "div")
+    expect_bad("--jobs 0", ["sweep", "--config", mt_cfg, "--depths", "1", "--steps", "8", "--jobs", "0", "--out", div], ["--jobs 0"])
+    # Both runs at once (--jobs 2): each child started, each result line printed once.
     r = run(["sweep", "--config", mt_cfg, "--depths", "1", "--schemes", "post,sigma", "--steps", "8", "--out", div, "--quiet",
-             "--set", "train.lr=1e30", "--set", "train.warmup_steps=0", "--set", "train.schedule=constant"])
+             "--jobs", "2", "--set", "train.lr=1e30", "--set", "train.warmup_steps=0", "--set", "train.schedule=constant"])
     check("diverging sweep exits 0 (every run ended)", r.returncode == 0, (r.stdout, r.stderr[-800:]))
+    check("--jobs 2: both runs started before either ended, one result line each",
+          [l.split(": ")[1] for l in r.stdout.splitlines()[:2]] == ["started", "started"] and
+          all(sum(l.startswith(f"[{i}/2] ") and "diverged at step" in l for l in r.stdout.splitlines()) == 1 for i in (1, 2)),
+          r.stdout)
     with open(os.path.join(div, "sweep.md")) as f:
         md = f.read()
     cells = [l for l in md.splitlines() if l.startswith("| Post-LN")]

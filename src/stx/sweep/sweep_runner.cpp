@@ -3,16 +3,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
+#include "stx/core/runtime.h"
 #include "stx/sweep/run_status.h"
 #include "stx/sweep/sweep_figures.h"
 #include "stx/sweep/sweep_report.h"
+#include "stx/sweep/grid_dir.h"
 #include "stx/sweep/train_child.h"
 #include "stx/train/signals.h"
 
@@ -22,33 +29,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// DIR must be new, empty, or a sweep of the same config and steps; then it holds this plan.
 void prepare_out(const SweepOptions& o) {
-  const fs::path dir(o.out), plan_file = dir / "sweep_plan.json";
-  std::error_code ec;
-  if (fs::exists(dir) && !fs::is_directory(dir)) throw InputError("--out " + o.out + " exists and is not a directory");
-  if (fs::exists(plan_file)) {
-    nlohmann::json stored;
-    try {
-      std::ifstream(plan_file) >> stored;
-    } catch (const std::exception&) {
-      throw InputError(plan_file.string() + " is not valid JSON; is --out " + o.out + " a sweep directory?");
-    }
-    // A sweep none of whose runs got as far as a checkpoint (e.g. stopped by a bad --set) may be
-    // redone with another setup.
-    bool trained = false;
-    for (auto& e : fs::directory_iterator(dir, ec))
-      trained |= e.is_directory() && fs::exists(e.path() / "checkpoint_last.safetensors");
-    const auto why = plan_mismatch(stored, o.plan);
-    if (!why.empty() && trained)
-      throw InputError("--out " + o.out + " holds a sweep with a different setup: " + why +
-                       "; rerun it with the same --config/--set/--steps or choose another --out");
-  } else if (fs::exists(dir) && !fs::is_empty(dir, ec)) {
-    throw InputError("--out " + o.out + " exists and is not a sweep directory (no sweep_plan.json); choose a new or empty directory");
-  }
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError("cannot create --out " + o.out + ": " + ec.message());
-  write_atomically(plan_file.string(), [&](const std::string& tmp) { std::ofstream(tmp) << plan_json(o.plan).dump(2) << "\n"; });
+  prepare_grid_dir({o.out, "sweep_plan.json", "a sweep", "--config/--set/--steps"}, plan_json(o.plan),
+                   [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
 std::string result_text(const RunResult& r, bool translation) {
@@ -85,19 +68,14 @@ class Runner {
     for (size_t di = 0; di < p.depths.size(); ++di)
       for (size_t si = 0; si < p.schemes.size(); ++si) order.push_back(si * p.depths.size() + di);
     figures_ = existing_figures(o_.out, p);
+    std::vector<Slot> todo;
     for (size_t i = 0; i < order.size(); ++i) {
-      auto& r = runs_[order[i]];
+      const auto& r = runs_[order[i]];
       const auto tag = fmt::format("[{}/{}] {}", i + 1, order.size(), r.name);
-      if (r.ended()) {
-        std::cout << tag << ": " << result_text(r, mt()) << " (done before)" << std::endl;
-        continue;
-      }
-      if (int sig = stop_signal()) return stop(sig);
-      r = run_one(r, tag);
-            std::cout << tag << ": " << result_text(r, mt()) << std::endl;
-      if (int sig = stop_signal()) return stop(sig);
-      report();
+      if (r.ended()) std::cout << tag << ": " << result_text(r, mt()) << " (done before)" << std::endl;
+      else todo.push_back({order[i], tag});
     }
+    if (int sig = run_all(todo)) return stop(sig);
     figures_ = draw_figures(o_.out, p, runs_, o_.early_steps);
     report();
     int counts[6] = {};
@@ -117,7 +95,7 @@ class Runner {
   void report() { write_report(o_.out, {o_.command, &o_.plan, runs_, figures_}); }
 
   int stop(int sig) {
-        std::cerr << fmt::format("stx sweep: stopped by signal {}; rerun the same command to continue\n", sig);
+    std::cerr << fmt::format("stx sweep: stopped by signal {}; rerun the same command to continue\n", sig);
     try {
       figures_ = draw_figures(o_.out, o_.plan, runs_, o_.early_steps);
     } catch (const InputError& e) {
@@ -127,9 +105,63 @@ class Runner {
     return 128 + sig;
   }
 
+  struct Slot {
+    size_t run;       // index into runs_
+    std::string tag;  // "[3/20] post-L18"
+  };
+
+  // Runs `todo` in order, o_.jobs children at a time (each worker thread takes the next run when
+  // its child ends; runs_, stdout and the report are updated under one lock). Returns the stop
+  // signal (0: all ran). A child's bad input (InputError) stops handing out runs; the workers'
+  // current children finish, then it is rethrown.
+  int run_all(const std::vector<Slot>& todo) {
+    std::mutex mu;
+    size_t next = 0;
+    std::exception_ptr error;
+    auto worker = [&] {
+      for (;;) {
+        Slot slot;
+        RunResult before;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (next == todo.size() || error || stop_signal()) return;
+          slot = todo[next++];
+          before = runs_[slot.run];
+          if (o_.jobs > 1) std::cout << slot.tag << ": started" << std::endl;
+        }
+        try {
+          RunResult r = run_one(before, slot.tag);
+          std::lock_guard<std::mutex> lock(mu);
+          runs_[slot.run] = r;
+          std::cout << slot.tag << ": " << result_text(r, mt()) << std::endl;
+          if (!stop_signal()) report();
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!error) error = std::current_exception();
+          return;
+        }
+      }
+    };
+    const size_t n = std::min<size_t>(std::max(1, o_.jobs), todo.size());
+    if (n <= 1) {
+      worker();  // in this thread: the live progress line, and the child's parent-death signal
+    } else {
+      std::vector<std::thread> pool;  // each child lives while its (forking) thread does
+      for (size_t i = 0; i < n; ++i) pool.emplace_back(worker);
+      for (auto& t : pool) t.join();
+    }
+    if (error) std::rethrow_exception(error);
+    return stop_signal();
+  }
+
   RunResult run_one(const RunResult& before, const std::string& tag) {
     TrainChild c;
     c.exe = o_.exe, c.dir = run_dir(before.scheme, before.depth), c.tag = tag, c.steps = o_.plan.steps, c.quiet = o_.quiet;
+    c.live = o_.jobs <= 1;
+    if (o_.jobs > 1 && !std::getenv("STX_THREADS")) {  // the cores shared out, unless the user chose
+      const int threads = std::max(1, physical_cores() / o_.jobs);
+      c.env = {"STX_THREADS=" + std::to_string(threads), "OPENBLAS_NUM_THREADS=" + std::to_string(threads)};
+    }
     c.fresh_args = {"--config", o_.plan.config_path};
     for (auto& s : o_.plan.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
     for (auto& s : run_overrides(o_.plan, before.scheme, before.depth)) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});

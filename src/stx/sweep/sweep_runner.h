@@ -7,7 +7,9 @@
 // the figures are drawn at the end (and when stopped). SIGINT/SIGTERM: forwarded once to the
 // running child, which finishes its step, checkpoints and exits; the sweep then writes its
 // report and exits 128 + signal; the same command continues. A child's exit 2 (bad input)
-// aborts the sweep with that message. Runs are ordered by depth, then scheme (cheap ones first).
+// aborts the sweep with that message. Runs are ordered by depth, then scheme (cheap ones first);
+// with jobs > 1 that many run at once, each given cores / jobs threads (a d_model-64 model runs
+// faster on one thread than on two: docs/performance.md).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,6 +25,7 @@ struct SweepOptions {
   Plan plan;
   int64_t early_steps = 100;  // x range of the ΔF / grad-norm figures
   bool quiet = false;         // no progress line
+  int jobs = 1;               // children at once (STX_THREADS = cores / jobs each unless set)
 };
 
 // Returns the exit code: 0 every run ended; 1 some child failed (crashed or was killed: rerun

@@ -38,14 +38,14 @@ RunResult run_train_child(const TrainChild& c, const RunResult& before) {
     for (auto& a : args) l << " " << a;
     l << "\n";
   }
-  const bool tty = isatty(STDERR_FILENO);
+  const bool tty = c.live && isatty(STDERR_FILENO);
   bool shown_line = false;
   auto clear = [&] {
     if (shown_line) std::cerr << "\r\033[K" << std::flush;
     shown_line = false;
   };
   const auto t0 = Clock::now();
-  Child child(c.exe, args, log);
+  Child child(c.exe, args, log, c.env);
   bool forwarded = false;
   // Terminal: a live line. Otherwise (a log file): a line after 1 minute, then every 5.
   auto shown = t0 - std::chrono::hours(1), heartbeat = t0 - std::chrono::minutes(4);
@@ -63,7 +63,7 @@ RunResult run_train_child(const TrainChild& c, const RunResult& before) {
       std::cerr << "\r\033[K" << c.tag << "  " << last_line_with(log, "step ") << "  [" << duration_text(el) << "]" << std::flush;
       shown = now, shown_line = true;
     } else if (!c.quiet && !tty && now - heartbeat > std::chrono::minutes(5)) {
-      std::cerr << c.tag << "  " << last_line_with(log, "step ") << "  [" << duration_text(el) << "]" << std::endl;
+      std::cerr << c.tag + "  " + last_line_with(log, "step ") + "  [" + duration_text(el) + "]\n" << std::flush;  // one write
       heartbeat = now;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -1,7 +1,8 @@
 // stx/sweep/train_child.h — one `stx train` child process of a grid of runs (`stx sweep`,
 // `stx experiment`): started fresh with the run's --config/--set arguments, or continued with
 // --resume when its directory has a checkpoint; stdout/stderr appended to DIR/train.log; a live
-// progress line on a terminal (a line every 5 minutes into a log); a SIGINT/SIGTERM of the
+// progress line on a terminal (a line every 5 minutes into a log, or when several children run
+// at once); a SIGINT/SIGTERM of the
 // parent (stx/train/signals.h) forwarded once, so the child checkpoints and stops. The child's
 // exit is read back into a RunResult (run_status.h) and DIR/sweep_status.json:
 //   0 → converged/stalled (or failed when it stopped short), 1 → diverged (the guard),
@@ -23,6 +24,8 @@ struct TrainChild {
   std::vector<std::string> fresh_args;  // after `stx train --out DIR` for a fresh start
   int64_t steps = 0;                    // train.max_steps (also set on --resume)
   bool quiet = false;                   // no progress line
+  bool live = true;                     // the live line on a terminal (false: whole lines only)
+  std::vector<std::string> env;         // "NAME=value" added to the child's environment
 };
 
 // Runs the child to its end. `before` is the run's state read before (labels, earlier wall time).
