@@ -8,7 +8,8 @@
 # steps and `ratio (CPU time):` the process CPU time per step — both steadier on a busy machine
 # (CPU time is the best single-thread measure there; with more threads it also counts spinning). stx re-executes itself with glibc malloc tunables
 # (stx/core/runtime.h); the peer runs as a user would run it, without them, unless
-# --same-malloc gives it the same GLIBC_TUNABLES. Threads: physical cores (stx's default) unless
+# --same-malloc gives it the same GLIBC_TUNABLES. Threads: stx's default (one when tokens·d_model² < 2^24,
+# as at d64, else the physical cores; the peer gets the same number) unless
 # --threads N, which also sets OPENBLAS_NUM_THREADS=N for both (on a busy machine --threads 1
 # gives the steadiest ratios).
 # Shapes (batch x seq per step, steps timed after warm-up; --quick in brackets):

@@ -32,7 +32,7 @@ void register_bench(Registry& reg) {
   sub->add_option("--seq", o->seq, "tokens per sequence (default: model.max_len)");
   sub->add_option("--steps", o->steps, "timed steps (default 20)");
   sub->add_option("--warmup", o->warmup, "untimed steps first (default 3)");
-  sub->add_option("--threads", o->threads, "intra-op threads (default: physical cores)");
+  sub->add_option("--threads", o->threads, "intra-op threads (default: STX_THREADS, else 1 for small products (tokens·d_model² < 2^24), else physical cores)");
   sub->add_option("--json", o->json, "also write the report as JSON to FILE");
   sub->add_flag("--quiet", o->quiet, "no progress lines on stderr");
   reg.add(sub, [o, sub] {
@@ -49,7 +49,7 @@ void register_bench(Registry& reg) {
     if (auto dot = b.name.rfind(".yaml"); dot != std::string::npos) b.name.resize(dot);
     b.batch = o->batch, b.seq = o->seq, b.steps = o->steps, b.warmup = o->warmup;
     b.progress = !o->quiet;
-    if (o->threads > 0) torch::set_num_threads(o->threads);
+    b.threads = o->threads;
     const auto r = bench::run_step_bench(b);
     std::cout << r.to_text() << std::flush;
     if (!o->json.empty())

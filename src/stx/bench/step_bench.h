@@ -22,6 +22,7 @@ struct StepBenchOptions {
   int64_t warmup = 3;      // untimed
   bool progress = true;    // a line on stderr every ~2 s of stepping
   bool sgemm = true;       // measure the sgemm rate
+  int threads = 0;         // ≤ 0: STX_THREADS if set, else default_threads (core/runtime.h)
 };
 
 struct StepBenchResult {

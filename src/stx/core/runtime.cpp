@@ -60,6 +60,11 @@ void reexec_with_runtime_env(int argc, char** argv) {
   execv("/proc/self/exe", argv);  // returns only on failure: continue without the settings
 }
 
+int default_threads(int64_t d_model, int64_t tokens) {
+  const double work = static_cast<double>(tokens) * static_cast<double>(d_model) * static_cast<double>(d_model);
+  return work < 16777216.0 ? 1 : physical_cores();  // 2²⁴
+}
+
 RuntimeInfo init_runtime(int threads) {
   RuntimeInfo info;
 #ifdef STX_QUIET_GLOG
