@@ -68,14 +68,14 @@ class Runner {
     for (size_t di = 0; di < p.depths.size(); ++di)
       for (size_t si = 0; si < p.schemes.size(); ++si) order.push_back(si * p.depths.size() + di);
     figures_ = existing_figures(o_.out, p);
-    std::vector<Slot> todo;
+    std::vector<Slot> pending;
     for (size_t i = 0; i < order.size(); ++i) {
       const auto& r = runs_[order[i]];
       const auto tag = fmt::format("[{}/{}] {}", i + 1, order.size(), r.name);
       if (r.ended()) std::cout << tag << ": " << result_text(r, mt()) << " (done before)" << std::endl;
-      else todo.push_back({order[i], tag});
+      else pending.push_back({order[i], tag});
     }
-    if (int sig = run_all(todo)) return stop(sig);
+    if (int sig = run_all(pending)) return stop(sig);
     figures_ = draw_figures(o_.out, p, runs_, o_.early_steps);
     report();
     int counts[6] = {};
@@ -110,11 +110,11 @@ class Runner {
     std::string tag;  // "[3/20] post-L18"
   };
 
-  // Runs `todo` in order, o_.jobs children at a time (each worker thread takes the next run when
+  // Runs `pending` in order, o_.jobs children at a time (each worker thread takes the next run when
   // its child ends; runs_, stdout and the report are updated under one lock). Returns the stop
   // signal (0: all ran). A child's bad input (InputError) stops handing out runs; the workers'
   // current children finish, then it is rethrown.
-  int run_all(const std::vector<Slot>& todo) {
+  int run_all(const std::vector<Slot>& pending) {
     std::mutex mu;
     size_t next = 0;
     std::exception_ptr error;
@@ -124,8 +124,8 @@ class Runner {
         RunResult before;
         {
           std::lock_guard<std::mutex> lock(mu);
-          if (next == todo.size() || error || stop_signal()) return;
-          slot = todo[next++];
+          if (next == pending.size() || error || stop_signal()) return;
+          slot = pending[next++];
           before = runs_[slot.run];
           if (o_.jobs > 1) std::cout << slot.tag << ": started" << std::endl;
         }
@@ -142,7 +142,7 @@ class Runner {
         }
       }
     };
-    const size_t n = std::min<size_t>(std::max(1, o_.jobs), todo.size());
+    const size_t n = std::min<size_t>(std::max(1, o_.jobs), pending.size());
     if (n <= 1) {
       worker();  // in this thread: the live progress line, and the child's parent-death signal
     } else {
