@@ -4,7 +4,6 @@
 // 128+signal after a clean stop on SIGINT/SIGTERM (checkpoint written).
 // Data parallel: --nproc N starts N local workers (dist/launcher.h); a process started with
 // torchrun's variables (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT) is one worker of a job.
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -42,8 +41,7 @@ void register_train(Registry& reg) {
       t.config = resolve_config(o->cfg.config, o->cfg.overrides);
     }
     t.run_dir = o->out, t.resume = o->resume, t.quiet = o->quiet;
-    if (!std::getenv("STX_THREADS"))  // set by --nproc's launcher and `stx sweep --jobs`, or by the user
-      torch::set_num_threads(default_threads(t.config.model.d_model, t.config.train.max_tokens));
+    use_default_threads(t.config.model.d_model, t.config.train.max_tokens);  // unless STX_THREADS (--nproc, sweep --jobs, the user)
     t.world = dist::env_from_environment();
     if (t.world && o->nproc > 1)
       throw InputError("--nproc starts local workers, but this process is already worker " + std::to_string(t.world->rank) +

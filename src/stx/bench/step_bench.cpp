@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <numeric>
@@ -98,7 +97,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   r.layers = (m.has_encoder() ? m.encoder_layers : 0) + (m.has_decoder() ? m.decoder_layers : 0);
   r.d_model = m.d_model;
   if (o.threads > 0) at::set_num_threads(o.threads);
-  else if (!std::getenv("STX_THREADS")) at::set_num_threads(default_threads(m.d_model, r.tokens_per_step));
+  else use_default_threads(m.d_model, r.tokens_per_step);
   r.threads = at::get_num_threads();
   const auto device = resolve_device(cfg.train.device);
   r.device = device.str();

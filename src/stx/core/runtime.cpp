@@ -65,6 +65,10 @@ int default_threads(int64_t d_model, int64_t tokens) {
   return work < 16777216.0 ? 1 : physical_cores();  // 2²⁴
 }
 
+void use_default_threads(int64_t d_model, int64_t tokens) {
+  if (!std::getenv("STX_THREADS")) torch::set_num_threads(default_threads(d_model, tokens));
+}
+
 RuntimeInfo init_runtime(int threads) {
   RuntimeInfo info;
 #ifdef STX_QUIET_GLOG

@@ -30,5 +30,7 @@ int physical_cores();
 // Measured (docs/performance.md): d64 × 256 tokens runs 24 % faster on one thread than on two
 // (24 and 1,000 layers); d128 × 3,072 tokens is even; d256 × 4,096 is 10 % faster on two.
 int default_threads(int64_t d_model, int64_t tokens);
+// Sets the intra-op threads to default_threads(...) unless STX_THREADS chose them.
+void use_default_threads(int64_t d_model, int64_t tokens);
 
 }  // namespace stx
