@@ -1,7 +1,8 @@
 """`stx sweep` end to end on a tiny language model (d=16, depths 1 and 2, two schemes, a few
 steps): the report and figures, an interruption with SIGTERM and a rerun that skips what ended
 and resumes what did not, refusal of a changed setup, a sweep where every run diverges (an
-encoder-decoder, so the depth reads "1L-1L"; its two runs at once with --jobs 2), and bad input (exit 2, one line).
+encoder-decoder, so the depth reads "1L-1L"; its two runs at once with --jobs 2), bad input (exit 2, one line),
+and scripts/layer-grads.py on the finished runs.
 Run: python3 tests/cli/test_sweep.py build/stx"""
 import gzip
 import json
@@ -174,6 +175,22 @@ with tempfile.TemporaryDirectory() as d:
     figs = ["loss_L1.png", "loss_L2.png", "early_L1.png", "early_L2.png", "valid_vs_depth.png"]
     check("figures drawn and linked", all(os.path.getsize(os.path.join(sweep, "figures", f)) > 1000 and f"figures/{f}" in md
                                           for f in figs), os.listdir(os.path.join(sweep, "figures")))
+
+    # scripts/layer-grads.py (docs/depth.md) on the finished runs: one row per logged step, the
+    # layer count and the last layer's norm as metrics.jsonl has them; bad input → exit 2.
+    lg = [sys.executable, os.path.join(ROOT, "scripts", "layer-grads.py")]
+    r = subprocess.run(lg + [os.path.join(sweep, "pre-L2"), os.path.join(sweep, "deepnorm-L1"), "--steps", "3,6"],
+                       capture_output=True, text=True, timeout=60)
+    rows_lg = [l.split("|")[1:-1] for l in r.stdout.splitlines() if l.startswith("| pre-L2") or l.startswith("| deepnorm-L1")]
+    top = [m["grad_norm_layer"]["decoder"][-1] for m in metrics(os.path.join(sweep, "pre-L2")) if m.get("step") == 6
+           and "grad_norm_layer" in m]
+    check("layer-grads.py: a row per run and step, layer counts and norms from metrics.jsonl",
+          r.returncode == 0 and len(rows_lg) == 4 and rows_lg[1][2].strip().endswith("of 2") and
+          rows_lg[3][2].strip().endswith("of 1") and len(top) == 1 and
+          rows_lg[1][-1].strip() == f"{top[0]:.2g}", (r.stdout, r.stderr, top))
+    r = subprocess.run(lg + [os.path.join(d, "no-run")], capture_output=True, text=True, timeout=60)
+    check("layer-grads.py: a missing run exits 2 with one line and no table",
+          r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, (r.returncode, r.stdout, r.stderr))
 
     r = run(cmd)
     check("a finished sweep reruns as a no-op", r.returncode == 0 and r.stdout.count("(done before)") == 4, r.stdout + r.stderr)
