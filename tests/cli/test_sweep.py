@@ -188,6 +188,20 @@ with tempfile.TemporaryDirectory() as d:
           r.returncode == 0 and len(rows_lg) == 4 and rows_lg[1][2].strip().endswith("of 2") and
           rows_lg[3][2].strip().endswith("of 1") and len(top) == 1 and
           rows_lg[1][-1].strip() == f"{top[0]:.2g}", (r.stdout, r.stderr, top))
+    # The LN-norm estimate on a synthetic 10-layer log: every norm input at 2 with α = 1 gives
+    # log10(1/2) per layer above k; the gradient falls 10× per layer downward.
+    fake = os.path.join(d, "fake-L10")
+    os.makedirs(fake)
+    write(os.path.join(fake, "metrics.jsonl"), json.dumps({
+        "step": 5, "grad_norm_layer": {"decoder": [10.0 ** (l - 9) for l in range(10)]},
+        "ln_input_norm": {"decoder": {"self_attn_layer_norm": [2.0] * 10}}}) + "\n")
+    r = subprocess.run(lg + [fake, "--alpha", "1"], capture_output=True, text=True, timeout=60)
+    est = [[c.strip() for c in l.split("|")[3:6]] for l in r.stdout.splitlines() if l.startswith("| fake-L10 | 5 | ")][1:]
+    check("layer-grads.py --alpha: predicted Σ log10(α/a) and measured log10(g_k/g_top) per row",
+          r.returncode == 0 and est == [["8", "-0.6", "-2.0"], ["9", "-0.3", "-1.0"], ["10", "0.0", "0.0"], ["10", "0.0", "0.0"]],
+          (r.stdout, r.stderr))
+    r = subprocess.run(lg + [os.path.join(sweep, "deepnorm-L2"), "--alpha", "-1"], capture_output=True, text=True, timeout=60)
+    check("layer-grads.py: --alpha -1 exits 2 with no table", r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout))
     r = subprocess.run(lg + [os.path.join(d, "no-run")], capture_output=True, text=True, timeout=60)
     check("layer-grads.py: a missing run exits 2 with one line and no table",
           r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, (r.returncode, r.stdout, r.stderr))
