@@ -8,6 +8,7 @@
 // bits as torch.optim (tests/ref/test_optimizer_parity.py). Scratch tensors are allocated once.
 #include "stx/train/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -18,6 +19,10 @@
 
 namespace stx {
 namespace {
+
+// 64 Ki elements (256 KB of float32) per chunk: the five or six buffers one chunk's update
+// touches stay in the L2 cache across its kernels.
+constexpr int64_t kChunk = int64_t{1} << 16;
 
 // One flat buffer per (device, dtype) of the largest parameter's size; every parameter gets a
 // view of its own shape at the start of it (the views are used one parameter at a time).
@@ -35,6 +40,25 @@ std::vector<torch::Tensor> scratch_views(const NamedTensors& params) {
   return views;
 }
 
+// The flat layout needs dense floating-point parameters of one device and dtype, each with its
+// own storage (moving a parameter that shares storage with another would untie them).
+bool can_flatten(const NamedTensors& params) {
+  if (params.empty()) return false;
+  const auto& first = params.front().second;
+  std::set<const void*> storages;
+  for (auto& [_, p] : params) {
+    if (p.device() != first.device() || p.scalar_type() != first.scalar_type() || !p.is_floating_point() ||
+        p.layout() != torch::kStrided || !p.is_contiguous() || p.numel() == 0)
+      return false;
+    if (!storages.insert(p.storage().unsafeGetStorageImpl()).second) return false;
+  }
+  return true;
+}
+
+torch::Tensor chunk_of(const torch::Tensor& flat, int64_t offset, int64_t length) {
+  return flat.defined() ? flat.narrow(0, offset, length) : torch::Tensor();
+}
+
 }  // namespace
 
 Optimizer::Optimizer(NamedTensors params, const TrainConfig& t) : params_(std::move(params)), t_(t) {
@@ -43,58 +67,121 @@ Optimizer::Optimizer(NamedTensors params, const TrainConfig& t) : params_(std::m
   else if (t_.optimizer == "sgd") kind_ = Kind::SGD;
   else throw InputError("config key 'train.optimizer': invalid value '" + t_.optimizer + "' (allowed: adam | adamw | sgd)");
   torch::NoGradGuard no_grad;
-  for (auto& [name, p] : params_) {
-    m_.push_back(torch::zeros_like(p, p.options().requires_grad(false)));
-    if (kind_ != Kind::SGD) v_.push_back(torch::zeros_like(p, p.options().requires_grad(false)));
-  }
   const bool l2 = kind_ != Kind::AdamW && t_.weight_decay != 0;
+  flat_ = can_flatten(params_);
+  if (!flat_) {
+    for (auto& [name, p] : params_) {
+      m_.push_back(torch::zeros_like(p, p.options().requires_grad(false)));
+      if (kind_ != Kind::SGD) v_.push_back(torch::zeros_like(p, p.options().requires_grad(false)));
+    }
+  } else {
+    int64_t total = 0;
+    for (auto& [_, p] : params_) offset_.push_back(total), total += p.numel();
+    const auto opts = params_.front().second.options().requires_grad(false);
+    flat_p_ = torch::empty({total}, opts);
+    flat_g_ = torch::zeros({total}, opts);
+    flat_m_ = torch::zeros({total}, opts);
+    if (kind_ != Kind::SGD) flat_v_ = torch::zeros({total}, opts);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      torch::Tensor& p = params_[i].second;
+      auto slot = [&](const torch::Tensor& flat) { return flat.narrow(0, offset_[i], p.numel()).view(p.sizes()); };
+      slot(flat_p_).copy_(p);
+      p.set_data(slot(flat_p_));  // the module's parameter is now a view of flat_p_ (same tensor, same values)
+      m_.push_back(slot(flat_m_));
+      if (kind_ != Kind::SGD) v_.push_back(slot(flat_v_));
+    }
+    const int64_t chunk = std::min(kChunk, total);
+    const auto decayed = l2 ? torch::empty({chunk}, opts) : torch::Tensor();
+    const auto denom = kind_ != Kind::SGD ? torch::empty({chunk}, opts) : torch::Tensor();
+    for (int64_t o = 0; o < total; o += kChunk) {
+      const int64_t n = std::min(kChunk, total - o);
+      chunks_.push_back({chunk_of(flat_p_, o, n), chunk_of(flat_g_, o, n), chunk_of(flat_m_, o, n),
+                         chunk_of(flat_v_, o, n), chunk_of(decayed, 0, n), chunk_of(denom, 0, n)});
+    }
+  }
   if (l2) decayed_ = scratch_views(params_);
   if (kind_ != Kind::SGD) denom_ = scratch_views(params_);
+}
+
+bool Optimizer::grads_flat() const {
+  if (!flat_) return false;
+  const auto* base = static_cast<const char*>(flat_g_.data_ptr());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& g = params_[i].second.grad();
+    if (!g.defined() || g.data_ptr() != base + offset_[i] * flat_g_.element_size()) return false;
+  }
+  return true;
+}
+
+// One parameter's (or one chunk's) update: torch.optim's single-tensor loop body.
+void Optimizer::update_one(const torch::Tensor& p, const torch::Tensor& g0, const torch::Tensor& m,
+                           const torch::Tensor& v, torch::Tensor decayed, torch::Tensor denom, double lr,
+                           double step_size, double bias_correction2_sqrt) {
+  const double wd = t_.weight_decay;
+  torch::Tensor g = g0;
+  if (kind_ != Kind::AdamW && wd != 0) {  // grad = grad.add(param, alpha=weight_decay)
+    at::add_out(decayed, g0, p, wd);
+    g = decayed;
+  }
+  if (kind_ == Kind::SGD) {
+    torch::Tensor d = g;
+    if (t_.momentum != 0) {
+      if (steps_ == 1) m.copy_(g);  // buf = torch.clone(d_p)
+      else m.mul_(t_.momentum).add_(g, 1.0);  // dampening 0: alpha = 1 − 0
+      d = m;
+    }
+    p.add_(d, -lr);
+    return;
+  }
+  if (kind_ == Kind::AdamW && wd != 0) p.mul_(1 - lr * wd);
+  m.mul_(t_.betas[0]).add_(g, 1 - t_.betas[0]);
+  v.mul_(t_.betas[1]).addcmul_(g, g, 1 - t_.betas[1]);
+  at::sqrt_out(denom, v);  // (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+  denom.div_(bias_correction2_sqrt).add_(t_.eps);
+  p.addcdiv_(m, denom, -step_size);
 }
 
 void Optimizer::step(double lr) {
   torch::NoGradGuard no_grad;
   ++steps_;
-  const double wd = t_.weight_decay;
-  const double beta1 = t_.betas[0], beta2 = t_.betas[1];
   // Python floats: step = step_t.item(); 1 - beta ** step; lr / bc1; math.sqrt(bc2).
   const double step = static_cast<double>(steps_);
-  const double bias_correction1 = 1 - std::pow(beta1, step);
-  const double bias_correction2 = 1 - std::pow(beta2, step);
+  const double bias_correction1 = 1 - std::pow(t_.betas[0], step);
+  const double bias_correction2 = 1 - std::pow(t_.betas[1], step);
   const double step_size = lr / bias_correction1;
   const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-
+  if (grads_flat()) {  // every parameter has its gradient in flat_g_: the same update, chunk by chunk
+    for (auto& c : chunks_) update_one(c.p, c.g, c.m, c.v, c.decayed, c.denom, lr, step_size, bias_correction2_sqrt);
+    return;
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
-    torch::Tensor& p = params_[i].second;
-    const torch::Tensor& g0 = p.grad();
-    if (!g0.defined()) continue;
-    torch::Tensor g = g0;
-    if (kind_ != Kind::AdamW && wd != 0) {  // grad = grad.add(param, alpha=weight_decay)
-      at::add_out(decayed_[i], g0, p, wd);
-      g = decayed_[i];
-    }
-    if (kind_ == Kind::SGD) {
-      torch::Tensor d = g;
-      if (t_.momentum != 0) {
-        if (steps_ == 1) m_[i].copy_(g);  // buf = torch.clone(d_p)
-        else m_[i].mul_(t_.momentum).add_(g, 1.0);  // dampening 0: alpha = 1 − 0
-        d = m_[i];
-      }
-      p.add_(d, -lr);
-      continue;
-    }
-    if (kind_ == Kind::AdamW && wd != 0) p.mul_(1 - lr * wd);
-    m_[i].mul_(beta1).add_(g, 1 - beta1);
-    v_[i].mul_(beta2).addcmul_(g, g, 1 - beta2);
-    torch::Tensor& denom = denom_[i];  // (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-    at::sqrt_out(denom, v_[i]);
-    denom.div_(bias_correction2_sqrt).add_(t_.eps);
-    p.addcdiv_(m_[i], denom, -step_size);
+    const torch::Tensor& g0 = params_[i].second.grad();
+    if (!g0.defined()) continue;  // a parameter without a gradient is skipped
+    update_one(params_[i].second, g0, m_[i], v_.empty() ? torch::Tensor() : v_[i],
+               decayed_.empty() ? torch::Tensor() : decayed_[i], denom_.empty() ? torch::Tensor() : denom_[i], lr,
+               step_size, bias_correction2_sqrt);
   }
 }
 
 void Optimizer::zero_grad() {
   torch::NoGradGuard no_grad;
+  if (grads_flat()) {
+    flat_g_.zero_();
+    return;
+  }
+  const auto adoptable = [&](const torch::Tensor& g) {
+    return g.defined() && g.layout() == torch::kStrided && g.scalar_type() == flat_g_.scalar_type() &&
+           g.device() == flat_g_.device();
+  };
+  if (flat_ && std::all_of(params_.begin(), params_.end(), [&](const auto& np) { return adoptable(np.second.grad()); })) {
+    // Every parameter has a gradient: from now on autograd accumulates into flat_g_'s slots.
+    for (size_t i = 0; i < params_.size(); ++i) {
+      torch::Tensor& p = params_[i].second;
+      p.mutable_grad() = flat_g_.narrow(0, offset_[i], p.numel()).view(p.sizes());
+    }
+    flat_g_.zero_();
+    return;
+  }
   for (auto& [_, p] : params_)
     if (p.grad().defined()) p.mutable_grad().zero_();
 }
