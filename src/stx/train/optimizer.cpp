@@ -78,8 +78,7 @@ Optimizer::Optimizer(NamedTensors params, const TrainConfig& t) : params_(std::m
     int64_t total = 0;
     for (auto& [_, p] : params_) offset_.push_back(total), total += p.numel();
     const auto opts = params_.front().second.options().requires_grad(false);
-    flat_p_ = torch::empty({total}, opts);
-    flat_g_ = torch::zeros({total}, opts);
+    flat_p_ = torch::empty({total}, opts);  // flat_g_ comes with the first zero_grad that adopts the gradients
     flat_m_ = torch::zeros({total}, opts);
     if (kind_ != Kind::SGD) flat_v_ = torch::zeros({total}, opts);
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -95,7 +94,7 @@ Optimizer::Optimizer(NamedTensors params, const TrainConfig& t) : params_(std::m
     const auto denom = kind_ != Kind::SGD ? torch::empty({chunk}, opts) : torch::Tensor();
     for (int64_t o = 0; o < total; o += kChunk) {
       const int64_t n = std::min(kChunk, total - o);
-      chunks_.push_back({chunk_of(flat_p_, o, n), chunk_of(flat_g_, o, n), chunk_of(flat_m_, o, n),
+      chunks_.push_back({chunk_of(flat_p_, o, n), torch::Tensor(), chunk_of(flat_m_, o, n),
                          chunk_of(flat_v_, o, n), chunk_of(decayed, 0, n), chunk_of(denom, 0, n)});
     }
   }
@@ -104,7 +103,7 @@ Optimizer::Optimizer(NamedTensors params, const TrainConfig& t) : params_(std::m
 }
 
 bool Optimizer::grads_flat() const {
-  if (!flat_) return false;
+  if (!flat_g_.defined()) return false;
   const auto* base = static_cast<const char*>(flat_g_.data_ptr());
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& g = params_[i].second.grad();
@@ -169,12 +168,18 @@ void Optimizer::zero_grad() {
     flat_g_.zero_();
     return;
   }
+  const auto& like = flat_p_;
   const auto adoptable = [&](const torch::Tensor& g) {
-    return g.defined() && g.layout() == torch::kStrided && g.scalar_type() == flat_g_.scalar_type() &&
-           g.device() == flat_g_.device();
+    return g.defined() && g.layout() == torch::kStrided && g.scalar_type() == like.scalar_type() &&
+           g.device() == like.device();
   };
   if (flat_ && std::all_of(params_.begin(), params_.end(), [&](const auto& np) { return adoptable(np.second.grad()); })) {
-    // Every parameter has a gradient: from now on autograd accumulates into flat_g_'s slots.
+    // Every parameter has a gradient: from now on autograd accumulates into flat_g_'s slots. (Made
+    // here, not in the constructor, so that it never coexists with a backward's activations.)
+    if (!flat_g_.defined()) {
+      flat_g_ = torch::empty_like(flat_p_);
+      for (size_t k = 0; k < chunks_.size(); ++k) chunks_[k].g = flat_g_.narrow(0, k * kChunk, chunks_[k].p.numel());
+    }
     for (size_t i = 0; i < params_.size(); ++i) {
       torch::Tensor& p = params_[i].second;
       p.mutable_grad() = flat_g_.narrow(0, offset_[i], p.numel()).view(p.sizes());

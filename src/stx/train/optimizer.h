@@ -61,6 +61,7 @@ class Optimizer {
 
   // The flat layout (engaged when all parameters share device and dtype): one buffer each for
   // the parameters, gradients and moments, in params_ order; slot i = [offset_[i], +numel).
+  // flat_g_ is made by the zero_grad() that adopts the gradients (undefined until then).
   bool flat_ = false;
   torch::Tensor flat_p_, flat_g_, flat_m_, flat_v_;
   std::vector<int64_t> offset_;
