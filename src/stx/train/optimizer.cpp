@@ -20,9 +20,10 @@
 namespace stx {
 namespace {
 
-// 64 Ki elements (256 KB of float32) per chunk: the five or six buffers one chunk's update
-// touches stay in the L2 cache across its kernels.
-constexpr int64_t kChunk = int64_t{1} << 16;
+// 64 Ki elements (256 KB of float32) per chunk on the CPU: the five or six buffers one chunk's
+// update touches stay in the L2 cache across its kernels. On a GPU one chunk is the whole buffer
+// (there the cost is the number of kernel launches).
+constexpr int64_t kCpuChunk = int64_t{1} << 16;
 
 // One flat buffer per (device, dtype) of the largest parameter's size; every parameter gets a
 // view of its own shape at the start of it (the views are used one parameter at a time).
@@ -89,11 +90,11 @@ Optimizer::Optimizer(NamedTensors params, const TrainConfig& t) : params_(std::m
       m_.push_back(slot(flat_m_));
       if (kind_ != Kind::SGD) v_.push_back(slot(flat_v_));
     }
-    const int64_t chunk = std::min(kChunk, total);
+    const int64_t chunk = flat_p_.is_cpu() ? std::min(kCpuChunk, total) : total;
     const auto decayed = l2 ? torch::empty({chunk}, opts) : torch::Tensor();
     const auto denom = kind_ != Kind::SGD ? torch::empty({chunk}, opts) : torch::Tensor();
-    for (int64_t o = 0; o < total; o += kChunk) {
-      const int64_t n = std::min(kChunk, total - o);
+    for (int64_t o = 0; o < total; o += chunk) {
+      const int64_t n = std::min(chunk, total - o);
       chunks_.push_back({chunk_of(flat_p_, o, n), torch::Tensor(), chunk_of(flat_m_, o, n),
                          chunk_of(flat_v_, o, n), chunk_of(decayed, 0, n), chunk_of(denom, 0, n)});
     }
@@ -178,7 +179,8 @@ void Optimizer::zero_grad() {
     // here, not in the constructor, so that it never coexists with a backward's activations.)
     if (!flat_g_.defined()) {
       flat_g_ = torch::empty_like(flat_p_);
-      for (size_t k = 0; k < chunks_.size(); ++k) chunks_[k].g = flat_g_.narrow(0, k * kChunk, chunks_[k].p.numel());
+      const int64_t chunk = chunks_.front().p.numel();  // every chunk but the last has this length
+      for (size_t k = 0; k < chunks_.size(); ++k) chunks_[k].g = flat_g_.narrow(0, k * chunk, chunks_[k].p.numel());
     }
     for (size_t i = 0; i < params_.size(); ++i) {
       torch::Tensor& p = params_[i].second;

@@ -10,8 +10,9 @@
 // its tensor, now a view of it), and the moments live in flat buffers of the same layout. Once
 // every parameter has a gradient, zero_grad() points each .grad() at its slot of a flat gradient
 // buffer (autograd then accumulates in place), and step() updates all parameters with the same
-// element-wise kernels run over cache-sized chunks of the flat buffers instead of ~7 kernels per
-// parameter. Element for element the arithmetic is the per-parameter one.
+// element-wise kernels run over cache-sized chunks of the flat buffers (the whole buffer on a
+// GPU) instead of ~7 kernels per parameter. Element for element the arithmetic is the
+// per-parameter one.
 #pragma once
 #include <torch/torch.h>
 
@@ -65,7 +66,7 @@ class Optimizer {
   bool flat_ = false;
   torch::Tensor flat_p_, flat_g_, flat_m_, flat_v_;
   std::vector<int64_t> offset_;
-  // The same buffers cut into chunks of at most kChunk elements, and scratch of one chunk.
+  // The same buffers cut into chunks (64 Ki elements on the CPU, one on a GPU), and scratch of one chunk.
   struct Chunk {
     torch::Tensor p, g, m, v, decayed, denom;
   };
