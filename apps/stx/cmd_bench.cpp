@@ -22,6 +22,7 @@ void register_bench(Registry& reg) {
     int threads = 0;
     std::string json;
     bool quiet = false;
+    std::string kernels = "fused";
   };
   auto o = std::make_shared<Opts>();
   auto* sub = reg.app.add_subcommand(
@@ -33,6 +34,8 @@ void register_bench(Registry& reg) {
   sub->add_option("--steps", o->steps, "timed steps (default 20)");
   sub->add_option("--warmup", o->warmup, "untimed steps first (default 3)");
   sub->add_option("--threads", o->threads, "intra-op threads (default: STX_THREADS, else 1 for small products (tokens·d_model² < 2^24), else physical cores)");
+  sub->add_option("--kernels", o->kernels,
+                  "fused (default: stx's attention and dropout kernels) or reference (LibTorch ops), to measure the difference");
   sub->add_option("--json", o->json, "also write the report as JSON to FILE");
   sub->add_flag("--quiet", o->quiet, "no progress lines on stderr");
   reg.add(sub, [o, sub] {
@@ -42,7 +45,10 @@ void register_bench(Registry& reg) {
     };
     at_least("--batch", o->batch, 1), at_least("--seq", o->seq, 1), at_least("--steps", o->steps, 1);
     at_least("--warmup", o->warmup, 0), at_least("--threads", o->threads, 1);
+    if (o->kernels != "fused" && o->kernels != "reference")
+      throw InputError("--kernels " + o->kernels + " is not allowed (fused or reference)");
     bench::StepBenchOptions b;
+    b.reference_kernels = o->kernels == "reference";
     b.config = resolve_config(o->cfg.config, o->cfg.overrides);
     auto slash = o->cfg.config.find_last_of('/');
     b.name = o->cfg.config.substr(slash == std::string::npos ? 0 : slash + 1);

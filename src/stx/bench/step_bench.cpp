@@ -15,6 +15,7 @@
 #include "stx/core/device.h"
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
+#include "stx/kernels/kernels.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
 #include "stx/train/loss.h"
@@ -99,6 +100,8 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   if (o.threads > 0) at::set_num_threads(o.threads);
   else use_default_threads(m.d_model, r.tokens_per_step);
   r.threads = at::get_num_threads();
+  set_kernels(o.reference_kernels ? Kernels::Reference : Kernels::Fused);
+  r.kernels = o.reference_kernels ? "reference" : "fused";
   const auto device = resolve_device(cfg.train.device);
   r.device = device.str();
   r.rss_before_mb = current_rss_mb();
@@ -203,6 +206,7 @@ nlohmann::json StepBenchResult::to_json() const {
           {"d_model", d_model},
           {"device", device},
           {"threads", threads},
+          {"kernels", kernels},
           {"batch", batch},
           {"seq", seq},
           {"tokens_per_step", tokens_per_step},
@@ -235,8 +239,8 @@ std::string StepBenchResult::to_text() const {
   s += fmt::format("config: {} ({}, {}, {} layers, d_model {})\n", name, arch, scheme, layers, d_model);
   s += fmt::format("shape: {} x {} = {} tokens/step\n", batch, seq, tokens_per_step);
   s += fmt::format("parameters: {}\n", parameters);
-  s += fmt::format("device: {}  threads: {}  activation checkpointing: {}\n", device, threads,
-                   checkpoint_activations ? "on" : "off");
+  s += fmt::format("device: {}  threads: {}  activation checkpointing: {}  kernels: {}\n", device, threads,
+                   checkpoint_activations ? "on" : "off", kernels);
   s += fmt::format("steps: {} timed after {} warm-up\n", steps, warmup);
   s += fmt::format("ms/step: median {:.2f}  mean {:.2f}  min {:.2f}\n", ms_median, ms_mean, ms_min);
   s += fmt::format("CPU ms/step: {:.2f} (all threads)\n", cpu_ms);

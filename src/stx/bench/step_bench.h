@@ -23,10 +23,12 @@ struct StepBenchOptions {
   bool progress = true;    // a line on stderr every ~2 s of stepping
   bool sgemm = true;       // measure the sgemm rate
   int threads = 0;         // ≤ 0: STX_THREADS if set, else default_threads (core/runtime.h)
+  bool reference_kernels = false;  // LibTorch ops instead of stx's fused kernels (kernels/kernels.h)
 };
 
 struct StepBenchResult {
   std::string name, device, scheme, arch;
+  std::string kernels = "fused";  // "fused" or "reference" (kernels/kernels.h)
   bool checkpoint_activations = false;
   int64_t batch = 0, seq = 0, tokens_per_step = 0, steps = 0, warmup = 0, layers = 0, d_model = 0, threads = 0;
   int64_t parameters = 0;

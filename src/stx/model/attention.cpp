@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#include "stx/kernels/attention_core.h"
+#include "stx/kernels/dropout.h"
+#include "stx/kernels/kernels.h"
+
 namespace stx {
 
 AttentionImpl::AttentionImpl(int64_t d, int64_t heads, bool bias, bool sigma_reparam, double attention_dropout)
@@ -18,7 +22,7 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
   if (mask.defined()) scores = scores.masked_fill(mask, -1e9);
   auto probs = torch::softmax(scores, -1);
   tap("probs", probs);
-  if (attention_dropout_ > 0 && is_training()) probs = torch::dropout(probs, attention_dropout_, true);
+  if (attention_dropout_ > 0 && is_training()) probs = torch::dropout(probs, attention_dropout_, true);  // as the fused core
   const int64_t B = q.size(0), Tq = q.size(2);
   auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, Tq, heads_ * d_head_});
   return out_proj->forward(out);
@@ -40,6 +44,23 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const int64_t B = x.size(0), Tq = x.size(1), Tk = memory.size(1);
   tap("queries_in", x);  // the probe's Theorem 3.1 bound (stx/probe/logit_bound.h)
   if (!memory.is_same(x)) tap("keys_in", memory);
+  const bool self = memory.is_same(x);
+  const bool want_probs = tap.taps && tap.taps->wants(tap.prefix + "probs");
+  if (kernels() == Kernels::Fused && attention_core_available(x) && !(want_probs && tap.taps->with_grad())) {
+    const double p = is_training() ? attention_dropout_ : 0.0;
+    torch::Tensor probs, out;
+    if (self) {  // one product for q, k, v: x [W_q; W_k; W_v]ᵀ
+      auto w = torch::cat({q_proj->step_weight(), k_proj->step_weight(), v_proj->step_weight()});
+      auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor();
+      out = attention_core_packed(torch::nn::functional::linear(x, w, b), key_pad, heads_, causal, p,
+                                  want_probs ? &probs : nullptr);
+    } else {
+      out = attention_core(q_proj->forward(x), k_proj->forward(memory), v_proj->forward(memory), key_pad, heads_,
+                           causal, p, want_probs ? &probs : nullptr);
+    }
+    if (want_probs) tap("probs", probs);
+    return out_proj->forward(out);
+  }
   auto q = split_heads(q_proj->forward(x), heads_, d_head_);
   auto k = split_heads(k_proj->forward(memory), heads_, d_head_);
   auto v = split_heads(v_proj->forward(memory), heads_, d_head_);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "stx/core/error.h"
+#include "stx/kernels/dropout.h"
 
 namespace stx {
 
@@ -39,7 +40,7 @@ torch::Tensor Embedder::operator()(const torch::Tensor& tokens, const torch::Ten
       sinusoid_ = sinusoid_.to(x.device(), x.scalar_type());
     x = x + sinusoid_.index({Slice(offset, offset + T)});
   }
-  return dropout_ > 0 && training ? torch::dropout(x, dropout_, true) : x;
+  return stx::dropout(x, dropout_, training);
 }
 
 }  // namespace stx

@@ -15,6 +15,10 @@ class LinearImpl : public torch::nn::Module {
   LinearImpl(int64_t in, int64_t out, bool bias, bool sigma_reparam);
   torch::Tensor forward(const torch::Tensor& x);
 
+  // The weight a training step's forward uses: in training mode with σReparam, first one power
+  // iteration (as forward does), then effective_weight(). For callers that fuse several
+  // projections into one product (the attention's q, k, v).
+  torch::Tensor step_weight();
   // The weight the forward uses: W, or γ·W/σ(W) with the current u, v (no iteration).
   torch::Tensor effective_weight();
   // σ(W) = uᵀ W v with the current buffers.

@@ -1,12 +1,14 @@
 #include "stx/model/residual.h"
 
+#include "stx/kernels/dropout.h"
+
 namespace stx {
 
 torch::Tensor residual(const ResidualSpec& spec, bool training, Norm& norm, const std::string& norm_name,
                        const std::function<torch::Tensor(const torch::Tensor&)>& G, const torch::Tensor& x,
                        const std::array<const char*, 3>& points, const TapSite& tap) {
   auto drop = [&](const torch::Tensor& t) {
-    return spec.dropout > 0 && training ? torch::dropout(t, spec.dropout, true) : t;
+    return stx::dropout(t, spec.dropout, training);
   };
   if (spec.scheme == Scheme::Pre) {
     tap(norm_name + ".input", x);

@@ -1,0 +1,220 @@
+#include "stx/kernels/attention_core.h"
+
+#include <cmath>
+#include <vector>
+
+#ifdef STX_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+namespace stx {
+
+bool attention_core_available(const torch::Tensor& q) {
+#ifdef STX_HAVE_CBLAS
+  return q.device().is_cpu() && (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kDouble);
+#else
+  return false;
+#endif
+}
+
+#ifdef STX_HAVE_CBLAS
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Row-major C = alpha · op(A) op(B) + beta · C.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
+              b, ldb, beta, c, ldc);
+}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
+              b, ldb, beta, c, ldc);
+}
+
+// Where head h of batch row b lives in a [B, T, ·] tensor: element (b, t, h·d_h + c) is at
+// ptr + b·batch + t·ld + h·d_h + c.
+template <typename T>
+struct Heads {
+  T* ptr;
+  int64_t ld, batch, d_head;
+  T* at(int64_t b, int64_t h) const { return ptr + b * batch + h * d_head; }
+};
+
+template <typename T>
+Heads<T> heads_of(const torch::Tensor& t, int64_t offset, int64_t d_head) {
+  return {t.data_ptr<T>() + offset, t.stride(1), t.stride(0), d_head};
+}
+
+// A [B, T, n] tensor the kernels can address in place: unit stride along features.
+torch::Tensor addressable(const torch::Tensor& t) { return t.stride(2) == 1 ? t : t.contiguous(); }
+
+// "None" crosses Function::apply as a [0] tensor (LibTorch 1.13 rejects undefined ones).
+torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
+torch::Tensor unpack(const torch::Tensor& t) { return t.dim() == 1 && t.numel() == 0 ? torch::Tensor() : t; }
+
+// S ← −1e9 at masked keys (as masked_fill in the reference); returns the flat indices of rows
+// with no visible key at all (their softmax is uniform and, as in the reference, passes no
+// gradient).
+template <typename T>
+std::vector<int64_t> mask_scores(T* S, int64_t B, int64_t H, int64_t Tq, int64_t Tk, bool causal,
+                                 const bool* pad) {
+  std::vector<int64_t> blind;
+  if (!causal && !pad) return blind;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Tq; ++i) {
+        T* row = S + ((b * H + h) * Tq + i) * Tk;
+        int64_t visible = 0;
+        for (int64_t j = 0; j < Tk; ++j) {
+          const bool masked = (causal && j > i) || (pad && pad[b * Tk + j]);
+          if (masked) row[j] = T(-1e9);
+          visible += !masked;
+        }
+        if (!visible) blind.push_back((b * H + h) * Tq + i);
+      }
+  return blind;
+}
+
+class AttentionCore : public torch::autograd::Function<AttentionCore> {
+ public:
+  // Packed (self-attention on [B, T, 3d]): k and v travel as [0] tensors.
+  static variable_list forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v,
+                               torch::Tensor key_pad, int64_t heads, bool causal, double p) {
+    const bool packed = !unpack(k).defined();
+    q = addressable(q);
+    if (!packed) k = addressable(k), v = addressable(v);
+    const auto& kv = packed ? q : k;
+    const int64_t B = q.size(0), Tq = q.size(1), Tk = kv.size(1);
+    const int64_t d = packed ? q.size(2) / 3 : q.size(2), dh = d / heads;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    key_pad = unpack(key_pad);
+    if (key_pad.defined()) key_pad = key_pad.to(torch::kBool).contiguous();
+
+    auto S = torch::empty({B, heads, Tq, Tk}, q.options());
+    auto out = torch::empty({B, Tq, d}, q.options());
+    torch::Tensor P, noise;
+    std::vector<int64_t> blind;
+    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core", [&] {
+      using T = scalar_t;
+      const auto Q = heads_of<T>(q, 0, dh);
+      const auto K = packed ? heads_of<T>(q, d, dh) : heads_of<T>(k, 0, dh);
+      T* s = S.data_ptr<T>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < heads; ++h)  // S = q_h k_hᵀ / √d_h
+          gemm(false, true, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, T(0),
+               s + (b * heads + h) * Tq * Tk, Tk);
+      blind = mask_scores<T>(s, B, heads, Tq, Tk, causal, key_pad.defined() ? key_pad.data_ptr<bool>() : nullptr);
+    });
+    P = torch::softmax(S, -1);
+    auto D = P;
+    if (p > 0) {  // as torch::dropout draws it (same generator calls, same mask)
+      noise = torch::empty_like(P).bernoulli_(1 - p);
+      noise.div_(1 - p);
+      D = P * noise;
+    }
+    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core", [&] {
+      using T = scalar_t;
+      const auto V = packed ? heads_of<T>(q, 2 * d, dh) : heads_of<T>(v, 0, dh);
+      const auto O = heads_of<T>(out, 0, dh);
+      const T* dp = D.data_ptr<T>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < heads; ++h)  // out_h = D v_h
+          gemm(false, false, Tq, dh, Tk, T(1), dp + (b * heads + h) * Tq * Tk, Tk, V.at(b, h), V.ld, T(0),
+               O.at(b, h), O.ld);
+    });
+    ctx->save_for_backward({q, pack(k), pack(v), P, pack(noise)});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["blind"] = torch::tensor(blind, torch::kLong);
+    ctx->mark_non_differentiable({P});
+    return {out, P};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& q = saved[0];
+    const auto k = unpack(saved[1]), v = unpack(saved[2]);
+    const auto& P = saved[3];
+    const auto noise = unpack(saved[4]);
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    const bool packed = !k.defined();
+    const auto& kv = packed ? q : k;
+    const int64_t B = q.size(0), Tq = q.size(1), Tk = kv.size(1);
+    const int64_t d = packed ? q.size(2) / 3 : q.size(2), dh = d / heads;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    const auto dout = grad_out[0].contiguous();
+
+    torch::Tensor dq = torch::empty_like(q, at::MemoryFormat::Contiguous), dk, dv;
+    if (!packed) dk = torch::empty_like(k, at::MemoryFormat::Contiguous), dv = torch::empty_like(v, at::MemoryFormat::Contiguous);
+    const auto D = noise.defined() ? P * noise : P;
+    auto dD = torch::empty_like(P);
+    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_backward", [&] {
+      using T = scalar_t;
+      const auto V = packed ? heads_of<T>(q, 2 * d, dh) : heads_of<T>(v, 0, dh);
+      const auto dV = packed ? heads_of<T>(dq, 2 * d, dh) : heads_of<T>(dv, 0, dh);
+      const auto dO = heads_of<T>(dout, 0, dh);
+      const T* dp = D.data_ptr<T>();
+      T* ddp = dD.data_ptr<T>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t off = (b * heads + h) * Tq * Tk;
+          gemm(false, true, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, T(0), ddp + off, Tk);  // dD
+          gemm(true, false, Tk, dh, Tq, T(1), dp + off, Tk, dO.at(b, h), dO.ld, T(0), dV.at(b, h), dV.ld);  // dv
+        }
+    });
+    if (noise.defined()) dD.mul_(noise);  // dP
+    auto dS = at::_softmax_backward_data(dD, P, -1, P.scalar_type());
+    const auto blind = ctx->saved_data["blind"].toTensor();
+    if (blind.numel()) dS.view({-1, Tk}).index_fill_(0, blind, 0);
+    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_backward", [&] {
+      using T = scalar_t;
+      const auto Q = heads_of<T>(q, 0, dh);
+      const auto K = packed ? heads_of<T>(q, d, dh) : heads_of<T>(k, 0, dh);
+      const auto dQ = heads_of<T>(dq, 0, dh);
+      const auto dK = packed ? heads_of<T>(dq, d, dh) : heads_of<T>(dk, 0, dh);
+      const T* ds = dS.data_ptr<T>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t off = (b * heads + h) * Tq * Tk;
+          gemm(false, false, Tq, dh, Tk, T(scale), ds + off, Tk, K.at(b, h), K.ld, T(0), dQ.at(b, h), dQ.ld);  // dq
+          gemm(true, false, Tk, dh, Tq, T(scale), ds + off, Tk, Q.at(b, h), Q.ld, T(0), dK.at(b, h), dK.ld);  // dk
+        }
+    });
+    return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& key_pad, int64_t heads, bool causal, double dropout,
+                             torch::Tensor* probs) {
+  auto r = AttentionCore::apply(q, k, v, pack(key_pad), heads, causal, dropout);
+  if (probs) *probs = r[1];
+  return r[0];
+}
+
+torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads,
+                                    bool causal, double dropout, torch::Tensor* probs) {
+  auto r = AttentionCore::apply(qkv, torch::empty({0}), torch::empty({0}), pack(key_pad), heads, causal, dropout);
+  if (probs) *probs = r[1];
+  return r[0];
+}
+
+#else  // no CBLAS: attention_core_available() is false and AttentionImpl keeps the reference path
+
+torch::Tensor attention_core(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                             int64_t, bool, double, torch::Tensor*) {
+  TORCH_CHECK(false, "attention_core: stx was built without CBLAS");
+}
+torch::Tensor attention_core_packed(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double,
+                                    torch::Tensor*) {
+  TORCH_CHECK(false, "attention_core_packed: stx was built without CBLAS");
+}
+
+#endif
+
+}  // namespace stx

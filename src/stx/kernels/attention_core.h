@@ -1,0 +1,34 @@
+// stx/kernels/attention_core.h — the core of multi-head attention as one autograd node on the
+// CPU. Per batch row b and head h (columns h·d_h … (h+1)·d_h of the projections):
+//   S = q_h k_hᵀ / √d_h,   S_ij = −1e9 where key j is masked (causal: j > i; key padding),
+//   P = softmax(S),   D = dropout(P),   out_h = D v_h                    (Vaswani et al. eq. 1)
+// and by hand in backward, with dP = dD ∘ (dropout mask)/(1 − p):
+//   dD = dout_h v_hᵀ,  dv_h = Dᵀ dout_h,  dS = P ∘ (dP − rowsum(dP ∘ P)),
+//   dq_h = dS k_h / √d_h,  dk_h = dSᵀ q_h / √d_h.
+// The products go straight to BLAS (one gemm per head, reading the heads in place through the
+// leading dimension: no split, transpose or concat copies, no per-head dispatch); the
+// element-wise passes (softmax, its backward, dropout) are one LibTorch op each over all heads.
+// The dropout mask is drawn exactly as torch::dropout draws it, so the result equals the
+// reference path (AttentionImpl, kernels = Reference) up to the rounding of the products.
+#pragma once
+#include <torch/torch.h>
+
+namespace stx {
+
+// True when the fused core can run on q: a CPU float32/float64 tensor, and stx was built
+// with CBLAS (STX_HAVE_CBLAS).
+bool attention_core_available(const torch::Tensor& q);
+
+// q: [B, Tq, d], k, v: [B, Tk, d] (row-major; any row stride); key_pad: [B, Tk] bool, true at
+// padding (undefined: none). Returns [B, Tq, d]. If `probs` is given it receives P [B, H, Tq, Tk]
+// (before dropout; no gradient flows through it).
+torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& key_pad, int64_t heads, bool causal, double dropout,
+                             torch::Tensor* probs = nullptr);
+
+// Self-attention on the fused projection qkv = x [W_q; W_k; W_v]ᵀ + b: [B, T, 3d]. Its
+// gradient is written as one [B, T, 3d] tensor (no slicing on the way back).
+torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads,
+                                    bool causal, double dropout, torch::Tensor* probs = nullptr);
+
+}  // namespace stx

@@ -1,0 +1,197 @@
+// stx's fused CPU kernels against the LibTorch reference ops they replace (kernels/kernels.h):
+// the attention core (self/cross, causal, padding, fully masked rows, attention dropout, packed
+// q/k/v), the counter-based dropout (rate, scale, backward mask, determinism, thread count), and
+// a whole model's loss and gradients with either set.
+#include <gtest/gtest.h>
+
+#include <ATen/Parallel.h>
+
+#include "helpers.h"
+#include "stx/kernels/attention_core.h"
+#include "stx/kernels/dropout.h"
+#include "stx/kernels/kernels.h"
+#include "stx/model/attention.h"
+
+namespace stx {
+namespace {
+
+// Restores the default kernels when a test ends.
+struct KernelsGuard {
+  ~KernelsGuard() { set_kernels(Kernels::Fused); }
+};
+
+void seed_cpu(uint64_t s) {
+  auto gen = at::globalContext().defaultGenerator(at::kCPU);
+  gen.set_current_seed(s);
+}
+
+struct AttnRun {
+  torch::Tensor out, probs, dx, dmem;
+  std::vector<torch::Tensor> dparams;
+};
+
+// One forward/backward of an Attention module with the given kernels, from a fixed generator
+// state; f = Σ out ⊙ R.
+AttnRun run_attention(Attention& attn, Kernels k, const torch::Tensor& x, const torch::Tensor& mem_in,
+                      const torch::Tensor& pad, bool causal, const torch::Tensor& R) {
+  set_kernels(k);
+  seed_cpu(123);
+  attn->zero_grad();
+  auto xx = x.detach().clone().requires_grad_(true);
+  auto mm = mem_in.defined() ? mem_in.detach().clone().requires_grad_(true) : xx;
+  Taps taps({".probs"});
+  auto out = attn->forward(xx, mm, pad, causal, TapSite{&taps, "a."});
+  (out * R).sum().backward();
+  AttnRun r{out.detach(), taps.values().at("a.probs").detach(), xx.grad(), mem_in.defined() ? mm.grad() : torch::Tensor()};
+  for (auto& p : attn->parameters()) r.dparams.push_back(p.grad().clone());
+  return r;
+}
+
+void expect_close(const torch::Tensor& a, const torch::Tensor& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.sizes(), b.sizes()) << what;
+  const double err = (a - b).abs().max().item<double>(), scale = b.abs().max().item<double>();
+  EXPECT_LE(err, tol * std::max(1.0, scale)) << what << ": max |fused − reference| = " << err;
+}
+
+struct AttnCase {
+  std::string name;
+  bool cross, causal, pad, blind_row;
+  double dropout;
+  torch::ScalarType dtype;
+};
+
+void check_attention(const AttnCase& c) {
+  KernelsGuard guard;
+  const int64_t B = 3, Tq = 5, Tk = c.cross ? 7 : 5, d = 12, H = 3;
+  torch::manual_seed(5);
+  Attention attn(d, H, /*bias=*/true, /*sigma=*/false, c.dropout);
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : attn->parameters()) p.copy_(torch::randn_like(p) * 0.4);
+  }
+  attn->to(c.dtype);
+  attn->train();
+  auto x = torch::randn({B, Tq, d}, c.dtype);
+  auto mem = c.cross ? torch::randn({B, Tk, d}, c.dtype) : torch::Tensor();
+  torch::Tensor pad;
+  if (c.pad) {
+    pad = torch::zeros({B, Tk}, torch::kBool);
+    pad.index_put_({1, torch::indexing::Slice(Tk - 2)}, true);
+    if (c.blind_row) pad.index_put_({2}, true);  // batch row 2 sees no key at all
+  }
+  auto R = torch::randn({B, Tq, d}, c.dtype);
+  ASSERT_TRUE(attention_core_available(x));
+  auto ref = run_attention(attn, Kernels::Reference, x, mem, pad, c.causal, R);
+  auto fus = run_attention(attn, Kernels::Fused, x, mem, pad, c.causal, R);
+  const double tol = c.dtype == torch::kDouble ? 1e-12 : 2e-5;
+  expect_close(fus.out, ref.out, tol, c.name + " out");
+  expect_close(fus.probs, ref.probs, tol, c.name + " probs");
+  expect_close(fus.dx, ref.dx, tol, c.name + " dx");
+  if (c.cross) expect_close(fus.dmem, ref.dmem, tol, c.name + " dmemory");
+  for (size_t i = 0; i < ref.dparams.size(); ++i)
+    expect_close(fus.dparams[i], ref.dparams[i], tol, c.name + " dparam " + std::to_string(i));
+}
+
+TEST(Kernels, AttentionCoreEqualsReference) {
+  for (auto dt : {torch::kDouble, torch::kFloat})
+    for (const AttnCase& c : std::vector<AttnCase>{
+             {"self causal", false, true, false, false, 0.0, dt},
+             {"self causal + padding", false, true, true, false, 0.0, dt},
+             {"self, padding, a row with no visible key", false, false, true, true, 0.0, dt},
+             {"cross + padding", true, false, true, false, 0.0, dt},
+             {"cross, a row with no visible key", true, false, true, true, 0.0, dt},
+             {"self causal + attention dropout 0.3", false, true, true, false, 0.3, dt},
+             {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt}}) {
+      SCOPED_TRACE(c.name + (dt == torch::kDouble ? " (float64)" : " (float32)"));
+      check_attention(c);
+    }
+}
+
+TEST(Kernels, AttentionCoreReadsStridedHeadsInPlace) {
+  // q, k, v as column blocks of one [B, T, 3d] tensor (row stride 3d) equal contiguous copies.
+  const int64_t B = 2, T = 6, d = 8, H = 2;
+  auto qkv = torch::randn({B, T, 3 * d}, torch::kDouble).requires_grad_(true);
+  auto packed = attention_core_packed(qkv, {}, H, true, 0.0);
+  auto q = qkv.narrow(2, 0, d), k = qkv.narrow(2, d, d), v = qkv.narrow(2, 2 * d, d);
+  auto views = attention_core(q, k, v, {}, H, true, 0.0);
+  auto copies = attention_core(q.contiguous(), k.contiguous(), v.contiguous(), {}, H, true, 0.0);
+  expect_close(packed, copies, 1e-13, "packed vs copies");
+  expect_close(views, copies, 1e-13, "strided views vs copies");
+  auto R = torch::randn_like(packed);
+  auto g_packed = torch::autograd::grad({(packed * R).sum()}, {qkv})[0];
+  auto g_views = torch::autograd::grad({(views * R).sum()}, {qkv})[0];
+  expect_close(g_packed, g_views, 1e-13, "packed gradient");
+  EXPECT_GT(g_packed.abs().sum().item<double>(), 0);
+}
+
+TEST(Kernels, DropoutRateScaleAndBackwardMask) {
+  KernelsGuard guard;
+  const double p = 0.1;
+  auto x = torch::ones({1000, 1000}, torch::kFloat).requires_grad_(true);
+  seed_cpu(7);
+  auto y = stx::dropout(x, p, true);
+  const auto kept = (y != 0).to(torch::kDouble);
+  const double n = kept.numel(), rate = 1 - kept.mean().item<double>();
+  EXPECT_NEAR(rate, p, 5 * std::sqrt(p * (1 - p) / n)) << "dropped fraction";
+  const float scale = 1.0f / static_cast<float>(1 - p);
+  const auto kept_values = y.masked_select(y != 0);
+  EXPECT_TRUE(torch::equal(kept_values, torch::full_like(kept_values, scale))) << "kept values are x / (1 − p)";
+  auto w = torch::randn_like(x);
+  (y * w).sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad(), w * (y != 0).to(torch::kFloat) * scale, 0, 0)) << "backward mask = forward mask";
+  EXPECT_TRUE(torch::equal(stx::dropout(x, p, false), x)) << "eval is the identity";
+}
+
+TEST(Kernels, DropoutDeterminismAndThreads) {
+  KernelsGuard guard;
+  auto x = torch::randn({333, 77});
+  seed_cpu(11);
+  auto a = stx::dropout(x, 0.3, true);
+  auto b = stx::dropout(x, 0.3, true);
+  EXPECT_FALSE(torch::equal(a, b)) << "two draws, two masks";
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  seed_cpu(11);
+  auto a1 = stx::dropout(x, 0.3, true);
+  at::set_num_threads(std::max(2, threads));
+  seed_cpu(11);
+  auto a2 = stx::dropout(x, 0.3, true);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(torch::equal(a, a1)) << "same generator state, same mask";
+  EXPECT_TRUE(torch::equal(a, a2)) << "the mask does not depend on the thread count";
+  set_kernels(Kernels::Reference);
+  seed_cpu(11);
+  auto r = stx::dropout(x, 0.3, true);
+  EXPECT_EQ(r.sizes(), x.sizes());
+  EXPECT_FALSE(torch::equal(r, a)) << "reference kernels use torch::dropout";
+}
+
+TEST(Kernels, WholeModelLossAndGradientsMatch) {
+  KernelsGuard guard;
+  for (auto arch : {Arch::Decoder, Arch::EncoderDecoder}) {
+    auto m = test::tiny(arch, Scheme::DeepNorm);
+    m.dropout = 0;
+    Transformer model(m);
+    initialize(*model, 3);
+    model->train();
+    auto src = m.has_encoder() ? test::tokens(3, 6, m.vocab_size, 1) : torch::Tensor();
+    auto tgt = test::tokens(3, 5, m.vocab_size, 2);
+    std::vector<std::vector<torch::Tensor>> grads;
+    std::vector<torch::Tensor> logits;
+    for (auto k : {Kernels::Reference, Kernels::Fused}) {
+      set_kernels(k);
+      model->zero_grad();
+      auto y = model->forward(src, tgt);
+      y.pow(2).mean().backward();
+      logits.push_back(y.detach());
+      grads.emplace_back();
+      for (auto& p : model->parameters()) grads.back().push_back(p.grad().clone());
+    }
+    expect_close(logits[1], logits[0], 2e-5, test::name(arch) + " logits");
+    for (size_t i = 0; i < grads[0].size(); ++i)
+      expect_close(grads[1][i], grads[0][i], 2e-5, test::name(arch) + " grad " + std::to_string(i));
+  }
+}
+
+}  // namespace
+}  // namespace stx
