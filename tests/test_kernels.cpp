@@ -8,9 +8,11 @@
 
 #include "helpers.h"
 #include "stx/kernels/attention_core.h"
+#include "stx/kernels/cross_entropy.h"
 #include "stx/kernels/dropout.h"
 #include "stx/kernels/kernels.h"
 #include "stx/model/attention.h"
+#include "stx/train/loss.h"
 
 namespace stx {
 namespace {
@@ -191,6 +193,37 @@ TEST(Kernels, WholeModelLossAndGradientsMatch) {
     for (size_t i = 0; i < grads[0].size(); ++i)
       expect_close(grads[1][i], grads[0][i], 2e-5, test::name(arch) + " grad " + std::to_string(i));
   }
+}
+
+TEST(Kernels, CrossEntropyEqualsReference) {
+  KernelsGuard guard;
+  const int64_t B = 3, T = 7, V = 50, pad = 1;
+  for (auto dt : {torch::kDouble, torch::kFloat})
+    for (double eps : {0.0, 0.1})
+      for (int64_t pad_id : {pad, int64_t{-1}}) {
+        SCOPED_TRACE("eps " + std::to_string(eps) + " pad_id " + std::to_string(pad_id) +
+                     (dt == torch::kDouble ? " float64" : " float32"));
+        torch::manual_seed(2);
+        auto logits = (torch::randn({B, T, V}, dt) * 3);
+        auto target = torch::randint(0, V, {B, T});
+        target.index_put_({0, torch::indexing::Slice(4)}, pad);  // some padding
+        std::vector<torch::Tensor> loss, nll, grad;
+        std::vector<int64_t> tokens;
+        for (auto k : {Kernels::Reference, Kernels::Fused}) {
+          set_kernels(k);
+          EXPECT_EQ(fused_cross_entropy_available(logits), k == Kernels::Fused);
+          auto l = logits.clone().requires_grad_(true);
+          auto r = label_smoothed_loss(l, target, eps, pad_id);
+          (r.loss * 0.7).backward();
+          loss.push_back(r.loss.detach()), nll.push_back(r.nll), grad.push_back(l.grad()), tokens.push_back(r.tokens);
+        }
+        const double tol = dt == torch::kDouble ? 1e-12 : 2e-5;
+        EXPECT_EQ(tokens[1], tokens[0]);
+        expect_close(loss[1], loss[0], tol, "loss");
+        expect_close(nll[1], nll[0], tol, "nll");
+        expect_close(grad[1], grad[0], tol, "gradient");
+        if (pad_id >= 0) EXPECT_EQ(grad[1][0][5].abs().sum().item<double>(), 0.0) << "padding gets no gradient";
+      }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ void register_bench(Registry& reg) {
     std::string json;
     bool quiet = false;
     std::string kernels = "fused";
+    std::string profile;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = reg.app.add_subcommand(
@@ -36,6 +37,9 @@ void register_bench(Registry& reg) {
   sub->add_option("--threads", o->threads, "intra-op threads (default: STX_THREADS, else 1 for small products (tokens·d_model² < 2^24), else physical cores)");
   sub->add_option("--kernels", o->kernels,
                   "fused (default: stx's attention and dropout kernels) or reference (LibTorch ops), to measure the difference");
+  sub->add_option("--profile", o->profile,
+                  "after the timed steps, profile 5 more with LibTorch's profiler into a Chrome trace FILE "
+                  "(bench/profile_table.py FILE: time per op)");
   sub->add_option("--json", o->json, "also write the report as JSON to FILE");
   sub->add_flag("--quiet", o->quiet, "no progress lines on stderr");
   reg.add(sub, [o, sub] {
@@ -49,6 +53,7 @@ void register_bench(Registry& reg) {
       throw InputError("--kernels " + o->kernels + " is not allowed (fused or reference)");
     bench::StepBenchOptions b;
     b.reference_kernels = o->kernels == "reference";
+    b.profile = o->profile;
     b.config = resolve_config(o->cfg.config, o->cfg.overrides);
     auto slash = o->cfg.config.find_last_of('/');
     b.name = o->cfg.config.substr(slash == std::string::npos ? 0 : slash + 1);

@@ -2,6 +2,7 @@
 #include "stx/bench/step_bench.h"
 
 #include <fmt/format.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,6 +124,12 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   const auto batch = make_batch(m, r.batch, r.seq, device);
   r.rss_model_mb = current_rss_mb();
 
+  auto forward_loss = [&] {
+    AutocastScope autocast(device);
+    auto logits = model->forward(batch.src, batch.tgt_in);
+    auto ls = label_smoothed_loss(logits, batch.target, cfg.train.label_smoothing, m.pad_id);
+    return ls.loss / static_cast<double>(ls.tokens);
+  };
   // One step; the phase times are only read (with a device sync) when `timed`.
   std::vector<double> step_s;
   double fwd_s = 0, bwd_s = 0, opt_s = 0, cpu_s = 0;
@@ -138,13 +145,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
     const auto t0 = Clock::now();
     const double c0 = cpu_seconds();
     opt.zero_grad();
-    torch::Tensor loss;
-    {
-      AutocastScope autocast(device);
-      auto logits = model->forward(batch.src, batch.tgt_in);
-      auto ls = label_smoothed_loss(logits, batch.target, cfg.train.label_smoothing, m.pad_id);
-      loss = ls.loss / static_cast<double>(ls.tokens);
-    }
+    auto loss = forward_loss();
     if (timed) synchronize(device);
     const auto t1 = Clock::now();
     loss.backward();
@@ -171,6 +172,14 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   }
   r.peak_rss_mb = peak_rss_mb();
   r.final_loss = last_loss.item<double>();
+  if (!o.profile.empty()) {  // LibTorch's profiler over a few more steps: every op, forward and backward
+    torch::autograd::profiler::RecordProfile trace(o.profile);
+    for (int i = 0; i < kProfiledSteps; ++i) {
+      opt.zero_grad();
+      forward_loss().backward();
+      opt.step(cfg.train.lr);
+    }
+  }
 
   const double n = static_cast<double>(step_s.size());
   const double mean_s = std::accumulate(step_s.begin(), step_s.end(), 0.0) / n;

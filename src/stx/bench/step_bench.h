@@ -13,6 +13,8 @@
 
 namespace stx::bench {
 
+constexpr int kProfiledSteps = 5;
+
 struct StepBenchOptions {
   Config config;
   std::string name;        // shown in the report (the config file's name)
@@ -23,6 +25,7 @@ struct StepBenchOptions {
   bool progress = true;    // a line on stderr every ~2 s of stepping
   bool sgemm = true;       // measure the sgemm rate
   int threads = 0;         // ≤ 0: STX_THREADS if set, else default_threads (core/runtime.h)
+  std::string profile;     // non-empty: a Chrome trace of kProfiledSteps more steps (LibTorch's profiler)
   bool reference_kernels = false;  // LibTorch ops instead of stx's fused kernels (kernels/kernels.h)
 };
 

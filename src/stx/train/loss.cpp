@@ -1,10 +1,16 @@
 // stx/train/loss.cpp — see loss.h.
 #include "stx/train/loss.h"
 
+#include "stx/kernels/cross_entropy.h"
+
 namespace stx {
 
 LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target, double epsilon, int64_t pad_id) {
   const int64_t V = logits.size(-1);
+  if (fused_cross_entropy_available(logits)) {
+    auto r = fused_cross_entropy(logits.reshape({-1, V}), target, epsilon, pad_id);
+    return {r.loss, r.nll, r.tokens};
+  }
   auto lprobs = torch::log_softmax(logits.reshape({-1, V}), -1);
   auto y = target.reshape({-1});
   torch::Tensor keep;
