@@ -7,12 +7,14 @@
 #include <ATen/Parallel.h>
 
 #include "helpers.h"
+#include "stx/kernels/adam.h"
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/cross_entropy.h"
 #include "stx/kernels/dropout.h"
 #include "stx/kernels/kernels.h"
 #include "stx/model/attention.h"
 #include "stx/train/loss.h"
+#include "stx/train/optimizer.h"
 
 namespace stx {
 namespace {
@@ -224,6 +226,32 @@ TEST(Kernels, CrossEntropyEqualsReference) {
         expect_close(grad[1], grad[0], tol, "gradient");
         if (pad_id >= 0) EXPECT_EQ(grad[1][0][5].abs().sum().item<double>(), 0.0) << "padding gets no gradient";
       }
+}
+
+TEST(Kernels, AdamPassEqualsReferenceOps) {
+  KernelsGuard guard;
+  for (std::string kind : {"adam", "adamw"}) {
+    SCOPED_TRACE(kind);
+    TrainConfig t;
+    t.optimizer = kind, t.betas = {0.9, 0.98}, t.eps = 1e-8, t.weight_decay = 0.05;
+    torch::manual_seed(4);
+    const auto p0 = torch::randn({300, 70}), b0 = torch::randn({70});
+    std::vector<torch::Tensor> after;
+    for (auto k : {Kernels::Reference, Kernels::Fused}) {
+      set_kernels(k);
+      auto w = p0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+      Optimizer opt({{"w", w}, {"b", b}}, t);
+      for (int s = 0; s < 6; ++s) {
+        opt.zero_grad();
+        ((w.sum(1) + b.sum()).pow(2).mean() + w.pow(4).mean()).backward();
+        opt.step(1e-2);
+      }
+      EXPECT_EQ(adam_fused_available(w), k == Kernels::Fused);
+      after.push_back(torch::cat({w.detach().flatten(), b.detach()}));
+    }
+    expect_close(after[1], after[0], 1e-6, "parameters after 6 steps");
+    EXPECT_GT((after[1] - torch::cat({p0.flatten(), b0})).abs().max().item<double>(), 1e-3) << "the steps moved";
+  }
 }
 
 }  // namespace

@@ -52,8 +52,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     if (self) {  // one product for q, k, v: x [W_q; W_k; W_v]ᵀ
       auto w = torch::cat({q_proj->step_weight(), k_proj->step_weight(), v_proj->step_weight()});
       auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor();
-      out = attention_core_packed(torch::nn::functional::linear(x, w, b), key_pad, heads_, causal, p,
-                                  want_probs ? &probs : nullptr);
+      auto qkv = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), w, b).view({x.size(0), x.size(1), -1});
+      out = attention_core_packed(qkv, key_pad, heads_, causal, p, want_probs ? &probs : nullptr);
     } else {
       out = attention_core(q_proj->forward(x), k_proj->forward(memory), v_proj->forward(memory), key_pad, heads_,
                            causal, p, want_probs ? &probs : nullptr);

@@ -34,7 +34,12 @@ torch::Tensor LinearImpl::effective_weight() {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-  return torch::nn::functional::linear(x, step_weight(), bias);
+  if (x.dim() <= 2 || !x.is_contiguous()) return torch::nn::functional::linear(x, step_weight(), bias);
+  // [.., in] as one matrix: addmm adds the bias inside the product (LibTorch's linear on a 3-D
+  // input is a matmul and a separate bias add, forward and backward).
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return torch::nn::functional::linear(x.view({-1, x.size(-1)}), step_weight(), bias).view(sizes);
 }
 
 torch::Tensor LinearImpl::step_weight() {

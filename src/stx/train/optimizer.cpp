@@ -16,6 +16,7 @@
 
 #include "stx/core/error.h"
 #include "stx/core/shape_text.h"
+#include "stx/kernels/adam.h"
 
 namespace stx {
 namespace {
@@ -118,6 +119,17 @@ void Optimizer::update_one(const torch::Tensor& p, const torch::Tensor& g0, cons
                            const torch::Tensor& v, torch::Tensor decayed, torch::Tensor denom, double lr,
                            double step_size, double bias_correction2_sqrt) {
   const double wd = t_.weight_decay;
+  if (kind_ != Kind::SGD && adam_fused_available(p) && adam_fused_available(g0) && adam_fused_available(m) &&
+      adam_fused_available(v)) {
+    const auto f = [](double x) { return static_cast<float>(x); };
+    AdamCoefficients c{f(t_.betas[0]), f(1 - t_.betas[0]), f(t_.betas[1]),          f(1 - t_.betas[1]),
+                       f(t_.eps),      f(step_size),       f(bias_correction2_sqrt)};
+    if (kind_ == Kind::AdamW) c.decay = f(1 - lr * wd);
+    else c.l2 = f(wd);
+    torch::Tensor pp = p, mm = m, vv = v;
+    adam_update(pp, g0, mm, vv, c);  // the steps below in one pass (kernels/adam.h)
+    return;
+  }
   torch::Tensor g = g0;
   if (kind_ != Kind::AdamW && wd != 0) {  // grad = grad.add(param, alpha=weight_decay)
     at::add_out(decayed, g0, p, wd);
