@@ -11,6 +11,8 @@
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/cross_entropy.h"
 #include "stx/kernels/dropout.h"
+#include "stx/kernels/residual_norm.h"
+#include "stx/kernels/vec_math.h"
 #include "stx/kernels/kernels.h"
 #include "stx/model/attention.h"
 #include "stx/train/loss.h"
@@ -172,8 +174,13 @@ TEST(Kernels, DropoutDeterminismAndThreads) {
 
 TEST(Kernels, WholeModelLossAndGradientsMatch) {
   KernelsGuard guard;
-  for (auto arch : {Arch::Decoder, Arch::EncoderDecoder}) {
-    auto m = test::tiny(arch, Scheme::DeepNorm);
+  for (auto [arch, scheme, norm] : std::vector<std::tuple<Arch, Scheme, NormKind>>{
+           {Arch::Decoder, Scheme::DeepNorm, NormKind::LayerNorm},
+           {Arch::EncoderDecoder, Scheme::DeepNorm, NormKind::LayerNorm},
+           {Arch::Decoder, Scheme::Post, NormKind::RMSNorm},
+           {Arch::EncoderDecoder, Scheme::Pre, NormKind::LayerNorm}}) {
+    SCOPED_TRACE(to_string(arch) + "/" + to_string(scheme) + "/" + to_string(norm));
+    auto m = test::tiny(arch, scheme, norm);
     m.dropout = 0;
     Transformer model(m);
     initialize(*model, 3);
@@ -224,7 +231,9 @@ TEST(Kernels, CrossEntropyEqualsReference) {
         expect_close(loss[1], loss[0], tol, "loss");
         expect_close(nll[1], nll[0], tol, "nll");
         expect_close(grad[1], grad[0], tol, "gradient");
-        if (pad_id >= 0) EXPECT_EQ(grad[1][0][5].abs().sum().item<double>(), 0.0) << "padding gets no gradient";
+        if (pad_id >= 0) {
+          EXPECT_EQ(grad[1][0][5].abs().sum().item<double>(), 0.0) << "padding gets no gradient";
+        }
       }
 }
 
@@ -252,6 +261,60 @@ TEST(Kernels, AdamPassEqualsReferenceOps) {
     expect_close(after[1], after[0], 1e-6, "parameters after 6 steps");
     EXPECT_GT((after[1] - torch::cat({p0.flatten(), b0})).abs().max().item<double>(), 1e-3) << "the steps moved";
   }
+}
+
+TEST(Kernels, ResidualNormEqualsReference) {
+  KernelsGuard guard;
+  for (auto kind : {NormKind::LayerNorm, NormKind::RMSNorm})
+    for (double alpha : {1.0, 2.7}) {
+      SCOPED_TRACE(to_string(kind) + " alpha " + std::to_string(alpha));
+      torch::manual_seed(9);
+      const int64_t d = 24;
+      auto x = torch::randn({3, 5, d}, torch::kDouble).requires_grad_(true);
+      auto g = torch::randn({3, 5, d}, torch::kDouble).requires_grad_(true);
+      auto w = (torch::randn({d}, torch::kDouble) + 1).requires_grad_(true);
+      auto b = kind == NormKind::LayerNorm ? torch::randn({d}, torch::kDouble).requires_grad_(true) : torch::Tensor();
+      auto R = torch::randn({3, 5, d}, torch::kDouble);
+      std::vector<torch::Tensor> inputs{x, g, w};
+      if (b.defined()) inputs.push_back(b);
+      auto s = alpha * x + g;  // the reference: scale, add, norm (norm.h's formulas)
+      auto ref = kind == NormKind::LayerNorm ? torch::layer_norm(s, {d}, w, b, 1e-5)
+                                             : s * torch::rsqrt(s.pow(2).mean(-1, true) + 1e-5) * w;
+      auto fus = residual_norm(x, g, alpha, kind, w, b, 1e-5);
+      expect_close(fus, ref, 1e-12, "y");
+      auto g_ref = torch::autograd::grad({(ref * R).sum()}, inputs);
+      auto g_fus = torch::autograd::grad({(fus * R).sum()}, inputs);
+      const char* names[] = {"dx", "dg", "dweight", "dbias"};
+      for (size_t i = 0; i < inputs.size(); ++i) expect_close(g_fus[i], g_ref[i], 1e-12, names[i]);
+    }
+}
+
+TEST(Kernels, VectorExpWithinTwoUlp) {
+  // Every 97th float in [−87.3, 88.3] and a few special points, against double-precision exp.
+  double worst = 0;
+  int64_t checked = 0;
+  auto check = [&](float x) {
+    const double want = std::exp(static_cast<double>(x)), got = vec::exp(x);
+    worst = std::max(worst, std::abs(got - want) / want);
+    ++checked;
+  };
+  for (float x : {-87.3f, -20.f, -1.f, -1e-7f, 0.f, 1e-7f, 0.5f, 1.f, 10.f, 88.3f}) check(x);
+  uint32_t lo, hi;
+  const float a = -87.3f, b = 88.3f;
+  std::memcpy(&lo, &a, 4), std::memcpy(&hi, &b, 4);
+  for (uint32_t bits = 0x80000000u; bits <= lo; bits += 97) {  // negative floats, −0 … −87.3
+    float x;
+    std::memcpy(&x, &bits, 4);
+    check(x);
+  }
+  for (uint32_t bits = 0; bits <= hi; bits += 97) {  // 0 … 88.3
+    float x;
+    std::memcpy(&x, &bits, 4);
+    check(x);
+  }
+  EXPECT_GT(checked, 20000000);
+  EXPECT_LE(worst, 2.5e-7) << "max relative error (2 ulp = 2.4e-7)";
+  EXPECT_EQ(vec::exp(-1e9f), vec::exp(-87.3f)) << "clamped below";
 }
 
 }  // namespace

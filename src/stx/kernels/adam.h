@@ -9,15 +9,10 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "stx/kernels/adam_loop.h"
+
 namespace stx {
 
-// Each coefficient is rounded to float once from its double value (as LibTorch's scalar
-// arguments are): 1 − β₂ in float arithmetic would be off by 1e-5 relative.
-struct AdamCoefficients {
-  float beta1, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, bias_correction2_sqrt;
-  float l2 = 0;     // Adam's weight decay (added to the gradient)
-  float decay = 1;  // AdamW's 1 − lr·λ
-};
 
 // True when adam_update can take these tensors: CPU, float32, contiguous, kernels() == Fused.
 bool adam_fused_available(const torch::Tensor& p);

@@ -1,11 +1,15 @@
 #include "stx/kernels/attention_core.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #ifdef STX_HAVE_CBLAS
 #include <cblas.h>
 #endif
+
+#include "stx/kernels/vec_math.h"
 
 namespace stx {
 
@@ -56,27 +60,68 @@ torch::Tensor addressable(const torch::Tensor& t) { return t.stride(2) == 1 ? t 
 torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
 torch::Tensor unpack(const torch::Tensor& t) { return t.dim() == 1 && t.numel() == 0 ? torch::Tensor() : t; }
 
-// S ← −1e9 at masked keys (as masked_fill in the reference); returns the flat indices of rows
-// with no visible key at all (their softmax is uniform and, as in the reference, passes no
-// gradient).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define STX_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define STX_CLONES
+#endif
+
+// Row i of head (b, h) sees keys j < limit(i) (causal: j ≤ i) that are not padding.
+inline int64_t visible_limit(bool causal, int64_t i, int64_t Tk) { return causal ? std::min(i + 1, Tk) : Tk; }
+
+// In place, S → P = softmax over the visible keys (0 elsewhere). Masked scores never enter the
+// exponentials, so the masked half of a causal row costs nothing; this equals the reference's
+// masked_fill(−1e9) + softmax, where exp(−1e9 − max) is exactly 0. A row with no visible key
+// gets the reference's uniform 1/Tk and is listed in `blind` (it passes no gradient).
+// `keep` (with padding): [B, Tk], 1 at visible keys, 0 at padding; `bias`: 0 / −inf alike.
 template <typename T>
-std::vector<int64_t> mask_scores(T* S, int64_t B, int64_t H, int64_t Tq, int64_t Tk, bool causal,
-                                 const bool* pad) {
-  std::vector<int64_t> blind;
-  if (!causal && !pad) return blind;
+STX_CLONES void softmax_rows(T* S, int64_t B, int64_t H, int64_t Tq, int64_t Tk, bool causal, const T* keep,
+                             const T* bias, std::vector<int64_t>& blind) {
+  std::vector<T> shifted(Tk);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < Tq; ++i) {
-        T* row = S + ((b * H + h) * Tq + i) * Tk;
-        int64_t visible = 0;
-        for (int64_t j = 0; j < Tk; ++j) {
-          const bool masked = (causal && j > i) || (pad && pad[b * Tk + j]);
-          if (masked) row[j] = T(-1e9);
-          visible += !masked;
+        const int64_t row_index = (b * H + h) * Tq + i;
+        T* row = S + row_index * Tk;
+        const int64_t L = visible_limit(causal, i, Tk);
+        T m;
+        if (keep) {
+          const T* kb = bias + b * Tk;
+          for (int64_t j = 0; j < L; ++j) shifted[j] = row[j] + kb[j];
+          m = vec::max(shifted.data(), L);
+        } else {
+          m = vec::max(row, L);
         }
-        if (!visible) blind.push_back((b * H + h) * Tq + i);
+        if (m == -std::numeric_limits<T>::infinity()) {  // nothing visible
+          for (int64_t j = 0; j < Tk; ++j) row[j] = T(1) / T(Tk);
+          blind.push_back(row_index);
+          continue;
+        }
+        vec::exp_shifted(row, row, L, m);
+        if (keep) {
+          const T* kk = keep + b * Tk;
+          for (int64_t j = 0; j < L; ++j) row[j] *= kk[j];
+        }
+        const T inv = T(1) / vec::sum(row, L);
+        for (int64_t j = 0; j < L; ++j) row[j] *= inv;
+        for (int64_t j = L; j < Tk; ++j) row[j] = T(0);
       }
-  return blind;
+}
+
+// In place, dP → dS = P ∘ (dP − Σ_j P_j dP_j) over the visible part of each row; masked entries
+// (P = 0) and rows with no visible key get 0.
+template <typename T>
+STX_CLONES void softmax_backward_rows(T* dP, const T* P, int64_t rows, int64_t Tq, int64_t Tk, bool causal,
+                                      const std::vector<int64_t>& blind) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* g = dP + r * Tk;
+    const T* p = P + r * Tk;
+    const int64_t L = visible_limit(causal, r % Tq, Tk);
+    const T dot = vec::dot(p, g, L);
+    for (int64_t j = 0; j < L; ++j) g[j] = p[j] * (g[j] - dot);
+    for (int64_t j = L; j < Tk; ++j) g[j] = T(0);
+  }
+  for (int64_t r : blind) std::fill(dP + r * Tk, dP + (r + 1) * Tk, T(0));
 }
 
 class AttentionCore : public torch::autograd::Function<AttentionCore> {
@@ -92,7 +137,12 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
     const int64_t d = packed ? q.size(2) / 3 : q.size(2), dh = d / heads;
     const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
     key_pad = unpack(key_pad);
-    if (key_pad.defined()) key_pad = key_pad.to(torch::kBool).contiguous();
+    torch::Tensor keep, key_bias;  // [B, Tk]: 1 / 0 and 0 / −inf at visible / padded keys
+    if (key_pad.defined()) {
+      const auto pad = key_pad.to(torch::kBool);
+      keep = pad.logical_not().to(q.scalar_type()).contiguous();
+      key_bias = torch::zeros_like(keep).masked_fill_(pad, -std::numeric_limits<double>::infinity());
+    }
 
     auto S = torch::empty({B, heads, Tq, Tk}, q.options());
     auto out = torch::empty({B, Tq, d}, q.options());
@@ -107,9 +157,10 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
         for (int64_t h = 0; h < heads; ++h)  // S = q_h k_hᵀ / √d_h
           gemm(false, true, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, T(0),
                s + (b * heads + h) * Tq * Tk, Tk);
-      blind = mask_scores<T>(s, B, heads, Tq, Tk, causal, key_pad.defined() ? key_pad.data_ptr<bool>() : nullptr);
+      softmax_rows<T>(s, B, heads, Tq, Tk, causal, keep.defined() ? keep.data_ptr<T>() : nullptr,
+                      keep.defined() ? key_bias.data_ptr<T>() : nullptr, blind);
     });
-    P = torch::softmax(S, -1);
+    P = S;
     auto D = P;
     if (p > 0) {  // as torch::dropout draws it (same generator calls, same mask)
       noise = torch::empty_like(P).bernoulli_(1 - p);
@@ -129,6 +180,7 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
     ctx->save_for_backward({q, pack(k), pack(v), P, pack(noise)});
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["blind"] = torch::tensor(blind, torch::kLong);
+    ctx->saved_data["causal"] = causal;
     ctx->mark_non_differentiable({P});
     return {out, P};
   }
@@ -166,9 +218,14 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
         }
     });
     if (noise.defined()) dD.mul_(noise);  // dP
-    auto dS = at::_softmax_backward_data(dD, P, -1, P.scalar_type());
-    const auto blind = ctx->saved_data["blind"].toTensor();
-    if (blind.numel()) dS.view({-1, Tk}).index_fill_(0, blind, 0);
+    const auto blind_t = ctx->saved_data["blind"].toTensor();
+    const std::vector<int64_t> blind(blind_t.data_ptr<int64_t>(), blind_t.data_ptr<int64_t>() + blind_t.numel());
+    const bool causal = ctx->saved_data["causal"].toBool();
+    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_softmax_backward", [&] {
+      softmax_backward_rows<scalar_t>(dD.data_ptr<scalar_t>(), P.data_ptr<scalar_t>(), B * heads * Tq, Tq, Tk, causal,
+                                      blind);
+    });
+    const auto& dS = dD;
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_backward", [&] {
       using T = scalar_t;
       const auto Q = heads_of<T>(q, 0, dh);

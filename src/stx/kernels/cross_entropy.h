@@ -5,7 +5,9 @@
 // and in backward, from the saved e (no second exp pass, no log-probability tensor):
 //   ∂loss/∂l_v = (1 − ε − ε_i + ε_i·V)·e_v/s − ε_i − (1 − ε − ε_i)·[v = y_t].
 // Replaces log_softmax → index_select of the non-pad rows → gather and their three backward
-// passes over the [tokens, V] logits. Equals the reference (train/loss.cpp) up to rounding.
+// passes over the [tokens, V] logits: each row is read once forward (max, exp and sums while it
+// is in cache; exp from vec_math.h) and once backward. Equals the reference (train/loss.cpp) up
+// to rounding.
 #pragma once
 #include <torch/torch.h>
 

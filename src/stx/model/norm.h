@@ -14,6 +14,7 @@ class NormImpl : public torch::nn::Module {
   NormImpl(NormKind kind, int64_t d, double eps);
   torch::Tensor forward(const torch::Tensor& x);
   NormKind kind() const { return kind_; }
+  double eps() const { return eps_; }
 
   torch::Tensor weight, bias;  // undefined when absent
 

@@ -1,6 +1,7 @@
 #include "stx/model/residual.h"
 
 #include "stx/kernels/dropout.h"
+#include "stx/kernels/residual_norm.h"
 
 namespace stx {
 
@@ -11,7 +12,7 @@ torch::Tensor residual(const ResidualSpec& spec, bool training, Norm& norm, cons
     return stx::dropout(t, spec.dropout, training);
   };
   if (spec.scheme == Scheme::Pre) {
-    tap(norm_name + ".input", x);
+    if (tap.taps) tap(norm_name + ".input", x);
     auto n = norm->forward(x);  // pre,1 / pre,4
     tap(points[0], n);
     auto g = drop(G(n));  // pre,2 / pre,5
@@ -21,10 +22,12 @@ torch::Tensor residual(const ResidualSpec& spec, bool training, Norm& norm, cons
     return y;
   }
   auto g = drop(G(x));  // post,1 / post,4
+  if (!tap.taps && residual_norm_available(x, norm->kind()))  // the three steps below as one node
+    return residual_norm(x, g, spec.alpha, norm->kind(), norm->weight, norm->bias, norm->eps());
   tap(points[0], g);
   auto s = spec.alpha == 1.0 ? x + g : x * spec.alpha + g;  // post,2 / post,5
   tap(points[1], s);
-  tap(norm_name + ".input", s);
+  if (tap.taps) tap(norm_name + ".input", s);
   auto y = norm->forward(s);  // post,3 / x_{l+1}
   tap(points[2], y);
   return y;

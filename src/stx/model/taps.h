@@ -53,7 +53,7 @@ struct TapSite {
   void operator()(const std::string& point, const torch::Tensor& t) const {
     if (taps) taps->record(prefix + point, t);
   }
-  TapSite sub(const std::string& name) const { return {taps, prefix + name + "."}; }
+  TapSite sub(const std::string& name) const { return taps ? TapSite{taps, prefix + name + "."} : TapSite{}; }
 };
 
 }  // namespace stx

@@ -1,0 +1,121 @@
+#include "stx/kernels/residual_norm.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
+#include "stx/kernels/kernels.h"
+#include "stx/kernels/vec_math.h"
+
+namespace stx {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define STX_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define STX_CLONES
+#endif
+
+// Rows [lo, hi): s = αx + g, ŝ, r and y.
+template <typename T>
+STX_CLONES void forward_rows(const T* x, const T* g, T* xhat, T* rstd, T* y, const T* w, const T* b, int64_t d,
+                             int64_t lo, int64_t hi, T alpha, T eps, bool centered) {
+  for (int64_t n = lo; n < hi; ++n) {
+    const T *xr = x + n * d, *gr = g + n * d;
+    T* s = xhat + n * d;
+    for (int64_t j = 0; j < d; ++j) s[j] = alpha * xr[j] + gr[j];
+    if (centered) {
+      const T mean = vec::sum(s, d) / T(d);
+      for (int64_t j = 0; j < d; ++j) s[j] -= mean;
+    }
+    const T r = T(1) / std::sqrt(vec::dot(s, s, d) / T(d) + eps);
+    rstd[n] = r;
+    T* yr = y + n * d;
+    for (int64_t j = 0; j < d; ++j) {
+      s[j] *= r;
+      yr[j] = b ? s[j] * w[j] + b[j] : s[j] * w[j];
+    }
+  }
+}
+
+// Rows [lo, hi): ds (written to dg) from dy.
+template <typename T>
+STX_CLONES void backward_rows(const T* dy, const T* xhat, const T* rstd, const T* w, T* ds, int64_t d, int64_t lo,
+                              int64_t hi, bool centered) {
+  for (int64_t n = lo; n < hi; ++n) {
+    const T *dyr = dy + n * d, *xr = xhat + n * d;
+    T* o = ds + n * d;
+    for (int64_t j = 0; j < d; ++j) o[j] = dyr[j] * w[j];  // u
+    const T mu = centered ? vec::sum(o, d) / T(d) : T(0), mux = vec::dot(o, xr, d) / T(d), r = rstd[n];
+    for (int64_t j = 0; j < d; ++j) o[j] = r * (o[j] - mu - xr[j] * mux);
+  }
+}
+
+class ResidualNorm : public torch::autograd::Function<ResidualNorm> {
+ public:
+  // bias travels as a [0] tensor for RMSNorm.
+  static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor g, torch::Tensor weight,
+                               torch::Tensor bias, double alpha, double eps, bool centered) {
+    x = x.contiguous(), g = g.contiguous();
+    const int64_t d = x.size(-1), N = x.numel() / d;
+    const bool has_bias = bias.numel() > 0;
+    auto xhat = torch::empty_like(x), y = torch::empty_like(x);
+    auto rstd = torch::empty({N}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "residual_norm", [&] {
+      using T = scalar_t;
+      const T *xp = x.data_ptr<T>(), *gp = g.data_ptr<T>(), *wp = weight.data_ptr<T>();
+      const T* bp = has_bias ? bias.data_ptr<T>() : nullptr;
+      T *hp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *yp = y.data_ptr<T>();
+      at::parallel_for(0, N, std::max<int64_t>(1, 16384 / d), [&](int64_t lo, int64_t hi) {
+        forward_rows<T>(xp, gp, hp, rp, yp, wp, bp, d, lo, hi, T(alpha), T(eps), centered);
+      });
+    });
+    ctx->save_for_backward({xhat, rstd, weight});
+    ctx->saved_data["alpha"] = alpha;
+    ctx->saved_data["centered"] = centered;
+    ctx->saved_data["has_bias"] = has_bias;
+    return {y};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &xhat = saved[0], &rstd = saved[1], &weight = saved[2];
+    const auto dy = grad[0].contiguous();
+    const double alpha = ctx->saved_data["alpha"].toDouble();
+    const bool centered = ctx->saved_data["centered"].toBool();
+    const int64_t d = xhat.size(-1), N = xhat.numel() / d;
+    auto ds = torch::empty_like(xhat);
+    AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "residual_norm_backward", [&] {
+      using T = scalar_t;
+      const T *dyp = dy.data_ptr<T>(), *hp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *wp = weight.data_ptr<T>();
+      T* dsp = ds.data_ptr<T>();
+      at::parallel_for(0, N, std::max<int64_t>(1, 16384 / d), [&](int64_t lo, int64_t hi) {
+        backward_rows<T>(dyp, hp, rp, wp, dsp, d, lo, hi, centered);
+      });
+    });
+    auto dy2 = dy.view({N, d});
+    auto dw = (dy2 * xhat.view({N, d})).sum(0);
+    auto db = ctx->saved_data["has_bias"].toBool() ? dy2.sum(0) : torch::Tensor();
+    // dx and dg must be distinct tensors: autograd may accumulate into either in place.
+    auto dx = alpha == 1.0 ? ds.clone() : ds * alpha;
+    return {dx, ds, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool residual_norm_available(const torch::Tensor& x, NormKind kind) {
+  return kernels() == Kernels::Fused && x.device().is_cpu() && kind != NormKind::None &&
+         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
+}
+
+torch::Tensor residual_norm(const torch::Tensor& x, const torch::Tensor& g, double alpha, NormKind kind,
+                            const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
+  return ResidualNorm::apply(x, g, weight, bias.defined() ? bias : torch::empty({0}, x.options()), alpha, eps,
+                             kind == NormKind::LayerNorm)[0];
+}
+
+}  // namespace stx
