@@ -137,8 +137,15 @@ TEST(Kernels, DropoutRateScaleAndBackwardMask) {
   seed_cpu(7);
   auto y = stx::dropout(x, p, true);
   const auto kept = (y != 0).to(torch::kDouble);
-  const double n = kept.numel(), rate = 1 - kept.mean().item<double>();
+  const int64_t n = kept.numel();
+  const double rate = 1 - kept.mean().item<double>();
   EXPECT_NEAR(rate, p, 5 * std::sqrt(p * (1 - p) / n)) << "dropped fraction";
+  // Neighbours independent: both dropped with probability p² (elements i, i+1 and i, i+1000).
+  const auto dropped = (y == 0).to(torch::kDouble).flatten();
+  for (int64_t lag : {1, 1000}) {
+    const double both = (dropped.narrow(0, 0, n - lag) * dropped.narrow(0, lag, n - lag)).mean().item<double>();
+    EXPECT_NEAR(both, p * p, 5 * std::sqrt(p * p * (1 - p * p) / n)) << "lag " << lag;
+  }
   const float scale = 1.0f / static_cast<float>(1 - p);
   const auto kept_values = y.masked_select(y != 0);
   EXPECT_TRUE(torch::equal(kept_values, torch::full_like(kept_values, scale))) << "kept values are x / (1 − p)";
