@@ -138,6 +138,7 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
     const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
     key_pad = unpack(key_pad);
     torch::Tensor keep, key_bias;  // [B, Tk]: 1 / 0 and 0 / −inf at visible / padded keys
+    if (key_pad.defined() && !key_pad.any().item<bool>()) key_pad = torch::Tensor();  // nothing padded
     if (key_pad.defined()) {
       const auto pad = key_pad.to(torch::kBool);
       keep = pad.logical_not().to(q.scalar_type()).contiguous();
