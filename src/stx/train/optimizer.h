@@ -41,6 +41,10 @@ class Optimizer {
   // has a gradient: then each .grad() becomes (and stays) a view of the flat gradient buffer.
   void zero_grad();
   int64_t steps() const { return steps_; }
+  // All gradients as one tensor while they live in the flat buffer (after the adopting
+  // zero_grad(), as long as autograd has replaced none); undefined otherwise. For whole-model
+  // reductions and scalings (norm, clipping) in one op instead of one per parameter.
+  torch::Tensor flat_grad() const { return grads_flat() ? flat_g_ : torch::Tensor(); }
 
   // State as named tensors: "optim.step" (int64 scalar) and, per parameter p,
   // "optim.exp_avg.<p>", "optim.exp_avg_sq.<p>" (adam/adamw) or "optim.momentum.<p>" (sgd).

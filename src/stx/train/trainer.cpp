@@ -355,7 +355,10 @@ TrainOutcome Trainer::run() {
     const double loss = loss_sum / static_cast<double>(tokens);
     const bool diag = (step_ + 1) % t.log_every == 0;
     nlohmann::json grads = diag ? probe::gradient_norms(*model_) : nlohmann::json::object();
-    const double gnorm = diag ? grads.value("grad_norm", 0.0) : probe::global_grad_norm(*model_);
+    const auto flat_grad = opt_->flat_grad();  // every gradient in one tensor (optimizer.h), if so
+    const double gnorm = diag               ? grads.value("grad_norm", 0.0)
+                         : flat_grad.defined() ? flat_grad.norm().item<double>()
+                                               : probe::global_grad_norm(*model_);
     if (auto v = guard_.check(loss, gnorm); v != DivergenceGuard::Verdict::Ok) {
       auto out = handle_divergence(v, loss, gnorm);
       if (out.kind == TrainOutcome::Kind::Diverged) return out;
@@ -365,8 +368,12 @@ TrainOutcome Trainer::run() {
     if (t.clip_norm > 0 && gnorm > t.clip_norm) {  // torch.nn.utils.clip_grad_norm_
       const double c = t.clip_norm / (gnorm + 1e-6);
       torch::NoGradGuard ng;
-      for (auto& p : model_->parameters())
-        if (p.grad().defined()) p.grad().mul_(c);
+      if (flat_grad.defined()) {
+        flat_grad.mul_(c);
+      } else {
+        for (auto& p : model_->parameters())
+          if (p.grad().defined()) p.grad().mul_(c);
+      }
     }
     const double lr = schedule_.at(step_ + 1) * lr_scale_;
     opt_->step(lr);
