@@ -69,59 +69,62 @@ torch::Tensor unpack(const torch::Tensor& t) { return t.dim() == 1 && t.numel() 
 // Row i of head (b, h) sees keys j < limit(i) (causal: j ≤ i) that are not padding.
 inline int64_t visible_limit(bool causal, int64_t i, int64_t Tk) { return causal ? std::min(i + 1, Tk) : Tk; }
 
-// In place, S → P = softmax over the visible keys (0 elsewhere). Masked scores never enter the
-// exponentials, so the masked half of a causal row costs nothing; this equals the reference's
-// masked_fill(−1e9) + softmax, where exp(−1e9 − max) is exactly 0. A row with no visible key
-// gets the reference's uniform 1/Tk and is listed in `blind` (it passes no gradient).
-// `keep` (with padding): [B, Tk], 1 at visible keys, 0 at padding; `bias`: 0 / −inf alike.
+// In place, one head's S [Tq, Tk] → P = softmax over the visible keys (0 elsewhere). Masked
+// scores never enter the exponentials, so the masked half of a causal row costs nothing; this
+// equals the reference's masked_fill(−1e9) + softmax, where exp(−1e9 − max) is exactly 0. A
+// row with no visible key gets the reference's uniform 1/Tk, and its index (row0 + i) goes to
+// `blind` (it passes no gradient). With padding, `keep` [Tk] is 1 at visible keys and 0 at
+// padding, `bias` 0 / −inf alike; `shifted` is scratch of Tk elements.
 template <typename T>
-STX_CLONES void softmax_rows(T* S, int64_t B, int64_t H, int64_t Tq, int64_t Tk, bool causal, const T* keep,
-                             const T* bias, std::vector<int64_t>& blind) {
-  std::vector<T> shifted(Tk);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < Tq; ++i) {
-        const int64_t row_index = (b * H + h) * Tq + i;
-        T* row = S + row_index * Tk;
-        const int64_t L = visible_limit(causal, i, Tk);
-        T m;
-        if (keep) {
-          const T* kb = bias + b * Tk;
-          for (int64_t j = 0; j < L; ++j) shifted[j] = row[j] + kb[j];
-          m = vec::max(shifted.data(), L);
-        } else {
-          m = vec::max(row, L);
-        }
-        if (m == -std::numeric_limits<T>::infinity()) {  // nothing visible
-          for (int64_t j = 0; j < Tk; ++j) row[j] = T(1) / T(Tk);
-          blind.push_back(row_index);
-          continue;
-        }
-        vec::exp_shifted(row, row, L, m);
-        if (keep) {
-          const T* kk = keep + b * Tk;
-          for (int64_t j = 0; j < L; ++j) row[j] *= kk[j];
-        }
-        const T inv = T(1) / vec::sum(row, L);
-        for (int64_t j = 0; j < L; ++j) row[j] *= inv;
-        for (int64_t j = L; j < Tk; ++j) row[j] = T(0);
-      }
+STX_CLONES void softmax_head(T* S, int64_t Tq, int64_t Tk, bool causal, const T* keep, const T* bias, T* shifted,
+                             int64_t row0, std::vector<int64_t>& blind) {
+  for (int64_t i = 0; i < Tq; ++i) {
+    T* row = S + i * Tk;
+    const int64_t L = visible_limit(causal, i, Tk);
+    T m;
+    if (keep) {
+      for (int64_t j = 0; j < L; ++j) shifted[j] = row[j] + bias[j];
+      m = vec::max(shifted, L);
+    } else {
+      m = vec::max(row, L);
+    }
+    if (m == -std::numeric_limits<T>::infinity()) {  // nothing visible
+      for (int64_t j = 0; j < Tk; ++j) row[j] = T(1) / T(Tk);
+      blind.push_back(row0 + i);
+      continue;
+    }
+    vec::exp_shifted(row, row, L, m);
+    if (keep)
+      for (int64_t j = 0; j < L; ++j) row[j] *= keep[j];
+    const T inv = T(1) / vec::sum(row, L);
+    for (int64_t j = 0; j < L; ++j) row[j] *= inv;
+    for (int64_t j = L; j < Tk; ++j) row[j] = T(0);
+  }
 }
 
-// In place, dP → dS = P ∘ (dP − Σ_j P_j dP_j) over the visible part of each row; masked entries
-// (P = 0) and rows with no visible key get 0.
+// In place, one head's dP [Tq, Tk] → dS = P ∘ (dP − Σ_j P_j dP_j) over the visible part of each
+// row; masked entries (P = 0) and the rows listed in blind[lo, hi) (indices relative to row0)
+// get 0.
 template <typename T>
-STX_CLONES void softmax_backward_rows(T* dP, const T* P, int64_t rows, int64_t Tq, int64_t Tk, bool causal,
-                                      const std::vector<int64_t>& blind) {
-  for (int64_t r = 0; r < rows; ++r) {
-    T* g = dP + r * Tk;
-    const T* p = P + r * Tk;
-    const int64_t L = visible_limit(causal, r % Tq, Tk);
+STX_CLONES void softmax_backward_head(T* dP, const T* P, int64_t Tq, int64_t Tk, bool causal, const int64_t* blind_lo,
+                                      const int64_t* blind_hi, int64_t row0) {
+  for (int64_t i = 0; i < Tq; ++i) {
+    T* g = dP + i * Tk;
+    const T* p = P + i * Tk;
+    const int64_t L = visible_limit(causal, i, Tk);
     const T dot = vec::dot(p, g, L);
     for (int64_t j = 0; j < L; ++j) g[j] = p[j] * (g[j] - dot);
     for (int64_t j = L; j < Tk; ++j) g[j] = T(0);
   }
-  for (int64_t r : blind) std::fill(dP + r * Tk, dP + (r + 1) * Tk, T(0));
+  for (const int64_t* r = blind_lo; r != blind_hi; ++r) std::fill(dP + (*r - row0) * Tk, dP + (*r - row0 + 1) * Tk, T(0));
+}
+
+// f(b, h) for every head of every batch row, in order. (Running heads on LibTorch's threads,
+// each gemm then one OpenBLAS call per thread, measured no faster at d512 × 8 heads: OpenBLAS
+// already splits these products over both cores.)
+template <typename F>
+void each_head(int64_t B, int64_t H, const F& f) {
+  for (int64_t i = 0; i < B * H; ++i) f(i / H, i % H);
 }
 
 class AttentionCore : public torch::autograd::Function<AttentionCore> {
@@ -147,37 +150,41 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
 
     auto S = torch::empty({B, heads, Tq, Tk}, q.options());
     auto out = torch::empty({B, Tq, d}, q.options());
-    torch::Tensor P, noise;
-    std::vector<int64_t> blind;
+    torch::Tensor noise;
+    std::vector<std::vector<int64_t>> blind_of(B * heads);  // per head, merged in order below
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core", [&] {
       using T = scalar_t;
       const auto Q = heads_of<T>(q, 0, dh);
       const auto K = packed ? heads_of<T>(q, d, dh) : heads_of<T>(k, 0, dh);
-      T* s = S.data_ptr<T>();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < heads; ++h)  // S = q_h k_hᵀ / √d_h
-          gemm(false, true, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, T(0),
-               s + (b * heads + h) * Tq * Tk, Tk);
-      softmax_rows<T>(s, B, heads, Tq, Tk, causal, keep.defined() ? keep.data_ptr<T>() : nullptr,
-                      keep.defined() ? key_bias.data_ptr<T>() : nullptr, blind);
-    });
-    P = S;
-    auto D = P;
-    if (p > 0) {  // as torch::dropout draws it (same generator calls, same mask)
-      noise = torch::empty_like(P).bernoulli_(1 - p);
-      noise.div_(1 - p);
-      D = P * noise;
-    }
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core", [&] {
-      using T = scalar_t;
       const auto V = packed ? heads_of<T>(q, 2 * d, dh) : heads_of<T>(v, 0, dh);
       const auto O = heads_of<T>(out, 0, dh);
-      const T* dp = D.data_ptr<T>();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < heads; ++h)  // out_h = D v_h
+      T* s = S.data_ptr<T>();
+      const T* kp = keep.defined() ? keep.data_ptr<T>() : nullptr;
+      const T* bp = keep.defined() ? key_bias.data_ptr<T>() : nullptr;
+      // Without dropout each head goes S → P → out while its scores are in cache.
+      each_head(B, heads, [&](int64_t b, int64_t h) {
+        const int64_t head = b * heads + h;
+        T* sh = s + head * Tq * Tk;
+        std::vector<T> shifted(kp ? Tk : 0);
+        gemm(false, true, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, T(0), sh, Tk);  // q_h k_hᵀ/√d_h
+        softmax_head<T>(sh, Tq, Tk, causal, kp ? kp + b * Tk : nullptr, bp ? bp + b * Tk : nullptr, shifted.data(),
+                        head * Tq, blind_of[head]);
+        if (p == 0) gemm(false, false, Tq, dh, Tk, T(1), sh, Tk, V.at(b, h), V.ld, T(0), O.at(b, h), O.ld);  // P v_h
+      });
+      if (p > 0) {  // as torch::dropout draws it (same generator calls, same mask), then D v_h
+        noise = torch::empty_like(S).bernoulli_(1 - p);
+        noise.div_(1 - p);
+        const auto D = S * noise;
+        const T* dp = D.data_ptr<T>();
+        each_head(B, heads, [&](int64_t b, int64_t h) {
           gemm(false, false, Tq, dh, Tk, T(1), dp + (b * heads + h) * Tq * Tk, Tk, V.at(b, h), V.ld, T(0),
                O.at(b, h), O.ld);
+        });
+      }
     });
+    const auto& P = S;
+    std::vector<int64_t> blind;
+    for (const auto& v : blind_of) blind.insert(blind.end(), v.begin(), v.end());
     ctx->save_for_backward({q, pack(k), pack(v), P, pack(noise)});
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["blind"] = torch::tensor(blind, torch::kLong);
@@ -201,45 +208,44 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
     const auto dout = grad_out[0].contiguous();
 
     torch::Tensor dq = torch::empty_like(q, at::MemoryFormat::Contiguous), dk, dv;
-    if (!packed) dk = torch::empty_like(k, at::MemoryFormat::Contiguous), dv = torch::empty_like(v, at::MemoryFormat::Contiguous);
-    const auto D = noise.defined() ? P * noise : P;
+    if (!packed)
+      dk = torch::empty_like(k, at::MemoryFormat::Contiguous), dv = torch::empty_like(v, at::MemoryFormat::Contiguous);
     auto dD = torch::empty_like(P);
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_backward", [&] {
-      using T = scalar_t;
-      const auto V = packed ? heads_of<T>(q, 2 * d, dh) : heads_of<T>(v, 0, dh);
-      const auto dV = packed ? heads_of<T>(dq, 2 * d, dh) : heads_of<T>(dv, 0, dh);
-      const auto dO = heads_of<T>(dout, 0, dh);
-      const T* dp = D.data_ptr<T>();
-      T* ddp = dD.data_ptr<T>();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < heads; ++h) {
-          const int64_t off = (b * heads + h) * Tq * Tk;
-          gemm(false, true, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, T(0), ddp + off, Tk);  // dD
-          gemm(true, false, Tk, dh, Tq, T(1), dp + off, Tk, dO.at(b, h), dO.ld, T(0), dV.at(b, h), dV.ld);  // dv
-        }
-    });
-    if (noise.defined()) dD.mul_(noise);  // dP
-    const auto blind_t = ctx->saved_data["blind"].toTensor();
-    const std::vector<int64_t> blind(blind_t.data_ptr<int64_t>(), blind_t.data_ptr<int64_t>() + blind_t.numel());
+    const auto blind = ctx->saved_data["blind"].toTensor();  // sorted row indices
+    const int64_t* blind_begin = blind.data_ptr<int64_t>();
+    const int64_t* blind_end = blind_begin + blind.numel();
     const bool causal = ctx->saved_data["causal"].toBool();
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_softmax_backward", [&] {
-      softmax_backward_rows<scalar_t>(dD.data_ptr<scalar_t>(), P.data_ptr<scalar_t>(), B * heads * Tq, Tq, Tk, causal,
-                                      blind);
-    });
-    const auto& dS = dD;
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_backward", [&] {
       using T = scalar_t;
       const auto Q = heads_of<T>(q, 0, dh);
       const auto K = packed ? heads_of<T>(q, d, dh) : heads_of<T>(k, 0, dh);
+      const auto V = packed ? heads_of<T>(q, 2 * d, dh) : heads_of<T>(v, 0, dh);
       const auto dQ = heads_of<T>(dq, 0, dh);
       const auto dK = packed ? heads_of<T>(dq, d, dh) : heads_of<T>(dk, 0, dh);
-      const T* ds = dS.data_ptr<T>();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < heads; ++h) {
-          const int64_t off = (b * heads + h) * Tq * Tk;
-          gemm(false, false, Tq, dh, Tk, T(scale), ds + off, Tk, K.at(b, h), K.ld, T(0), dQ.at(b, h), dQ.ld);  // dq
-          gemm(true, false, Tk, dh, Tq, T(scale), ds + off, Tk, Q.at(b, h), Q.ld, T(0), dK.at(b, h), dK.ld);  // dk
+      const auto dV = packed ? heads_of<T>(dq, 2 * d, dh) : heads_of<T>(dv, 0, dh);
+      const auto dO = heads_of<T>(dout, 0, dh);
+      const T* pp = P.data_ptr<T>();
+      const T* np = noise.defined() ? noise.data_ptr<T>() : nullptr;
+      T* ddp = dD.data_ptr<T>();
+      each_head(B, heads, [&](int64_t b, int64_t h) {
+        const int64_t head = b * heads + h, off = head * Tq * Tk, n = Tq * Tk;
+        std::vector<T> dropped(np ? n : 0);  // D = P ∘ mask/(1 − p)
+        const T* Dh = pp + off;
+        if (np) {
+          for (int64_t j = 0; j < n; ++j) dropped[j] = pp[off + j] * np[off + j];
+          Dh = dropped.data();
         }
+        T* g = ddp + off;
+        gemm(false, true, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, T(0), g, Tk);         // dD
+        gemm(true, false, Tk, dh, Tq, T(1), Dh, Tk, dO.at(b, h), dO.ld, T(0), dV.at(b, h), dV.ld);      // dv
+        if (np)
+          for (int64_t j = 0; j < n; ++j) g[j] *= np[off + j];  // dP
+        const int64_t row0 = head * Tq;
+        softmax_backward_head<T>(g, pp + off, Tq, Tk, causal, std::lower_bound(blind_begin, blind_end, row0),
+                                 std::lower_bound(blind_begin, blind_end, row0 + Tq), row0);  // dS
+        gemm(false, false, Tq, dh, Tk, T(scale), g, Tk, K.at(b, h), K.ld, T(0), dQ.at(b, h), dQ.ld);   // dq
+        gemm(true, false, Tk, dh, Tq, T(scale), g, Tk, Q.at(b, h), Q.ld, T(0), dK.at(b, h), dK.ld);    // dk
+      });
     });
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
