@@ -2,13 +2,11 @@
 
 #include <cmath>
 
+#include "stx/kernels/target_clones.h"
+
 namespace stx {
 
-// Compiled for AVX2 and for baseline x86-64, picked at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
+STX_CLONES void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
                 const AdamCoefficients& c) {
   const float b1 = c.beta1, a1 = c.one_minus_beta1, b2 = c.beta2, a2 = c.one_minus_beta2, eps = c.eps;
   const float step = c.step_size, bc2 = c.bias_correction2_sqrt, l2 = c.l2, decay = c.decay;

@@ -9,6 +9,7 @@
 #include <cblas.h>
 #endif
 
+#include "stx/kernels/target_clones.h"
 #include "stx/kernels/vec_math.h"
 
 namespace stx {
@@ -59,12 +60,6 @@ torch::Tensor addressable(const torch::Tensor& t) { return t.stride(2) == 1 ? t 
 // "None" crosses Function::apply as a [0] tensor (LibTorch 1.13 rejects undefined ones).
 torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
 torch::Tensor unpack(const torch::Tensor& t) { return t.dim() == 1 && t.numel() == 0 ? torch::Tensor() : t; }
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define STX_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define STX_CLONES
-#endif
 
 // Row i of head (b, h) sees keys j < limit(i) (causal: j ≤ i) that are not padding.
 inline int64_t visible_limit(bool causal, int64_t i, int64_t Tk) { return causal ? std::min(i + 1, Tk) : Tk; }

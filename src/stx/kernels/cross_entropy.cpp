@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "stx/kernels/kernels.h"
+#include "stx/kernels/target_clones.h"
 #include "stx/kernels/vec_math.h"
 
 namespace stx {
@@ -13,12 +14,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define STX_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define STX_CLONES
-#endif
 
 // Rows [lo, hi) of logits l [N, V]: e = exp(l − max), s = Σ e, nll and (smoothing) the smooth
 // term; each row is read from memory once and stays in cache for its three passes.

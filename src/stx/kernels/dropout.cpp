@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "stx/kernels/kernels.h"
+#include "stx/kernels/target_clones.h"
 
 namespace stx {
 namespace {
@@ -22,12 +23,6 @@ inline uint32_t fmix32(uint32_t h) {
   h *= 0xC2B2AE35u;
   return h ^ (h >> 16);
 }
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define STX_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define STX_CLONES
-#endif
 
 // out_i = in_i · scale where u_i ≥ threshold, else 0, for i in [lo, hi) (forward: in = x;
 // backward: in = dy).

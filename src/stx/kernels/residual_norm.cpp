@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "stx/kernels/kernels.h"
+#include "stx/kernels/target_clones.h"
 #include "stx/kernels/vec_math.h"
 
 namespace stx {
@@ -12,12 +13,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define STX_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define STX_CLONES
-#endif
 
 // Rows [lo, hi): s = αx + g, ŝ, r and y.
 template <typename T>
