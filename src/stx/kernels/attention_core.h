@@ -6,10 +6,10 @@
 //   dD = dout_h v_hᵀ,  dv_h = Dᵀ dout_h,  dS = P ∘ (dP − rowsum(dP ∘ P)),
 //   dq_h = dS k_h / √d_h,  dk_h = dSᵀ q_h / √d_h.
 // The products go straight to BLAS (one gemm per head, reading the heads in place through the
-// leading dimension: no split, transpose or concat copies, no per-head dispatch); the
-// element-wise passes (softmax, its backward, dropout) are one LibTorch op each over all heads.
-// The dropout mask is drawn exactly as torch::dropout draws it, so the result equals the
-// reference path (AttentionImpl, kernels = Reference) up to the rounding of the products.
+// leading dimension: no split, transpose or concat copies, no per-head dispatch); softmax and its
+// backward are row loops over the visible keys only (vec_math.h's exp), head by head while the
+// scores are in cache. The attention-dropout mask is drawn exactly as torch::dropout draws it, so
+// the result equals the reference path (AttentionImpl, kernels = Reference) up to rounding.
 #pragma once
 #include <torch/torch.h>
 
