@@ -57,6 +57,22 @@ with tempfile.TemporaryDirectory() as d:
     check("sgemm shapes listed", len(j.get("sgemm_shapes", [])) > 0 and
           sum(s["count"] * 2 * s["batch"] * s["m"] * s["n"] * s["k"] for s in j["sgemm_shapes"]) == want)
 
+    check("kernels reported", j.get("kernels") == "fused", j.get("kernels"))
+    # The reference kernels and a profile: the same model, a trace with forward and backward ops.
+    trace = os.path.join(d, "trace.json")
+    r = run(["--config", cfg, "--steps", "1", "--warmup", "1", "--threads", "1", "--kernels", "reference",
+             "--profile", trace, "--json", out])
+    j = json.load(open(out)) if os.path.exists(out) else {}
+    check("--kernels reference runs", r.returncode == 0 and j.get("kernels") == "reference", r.stderr[-2000:])
+    names = {e.get("name") for e in json.load(open(trace))} if os.path.exists(trace) else set()
+    check("--profile writes a trace with forward and backward ops",
+          "aten::mm" in names and any("Backward" in n for n in names if n), sorted(n for n in names if n)[:20])
+    table = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "..", "bench",
+                                                         "profile_table.py"), trace, "--top", "5"],
+                           capture_output=True, text=True, timeout=60)
+    check("profile_table.py prints the ops", table.returncode == 0 and "self ms/step" in table.stdout
+          and "(all ops, self)" in table.stdout, table.stdout + table.stderr)
+
     def expect_bad(name, args, mention):
         if os.path.exists(out):
             os.remove(out)
@@ -68,5 +84,6 @@ with tempfile.TemporaryDirectory() as d:
     expect_bad("--steps 0", ["--config", cfg, "--steps", "0"], "--steps")
     expect_bad("--seq beyond max_len", ["--config", cfg, "--seq", "9", "--steps", "1"], "max_len")
     expect_bad("missing config file", ["--config", os.path.join(d, "nope.yaml")], "nope.yaml")
+    expect_bad("--kernels bogus", ["--config", cfg, "--kernels", "bogus"], "--kernels")
 
 check.finish()
