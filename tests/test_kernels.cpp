@@ -1,7 +1,9 @@
 // stx's fused CPU kernels against the LibTorch reference ops they replace (kernels/kernels.h):
 // the attention core (self/cross, causal, padding, fully masked rows, attention dropout, packed
-// q/k/v), the counter-based dropout (rate, scale, backward mask, determinism, thread count), and
-// a whole model's loss and gradients with either set.
+// q/k/v), the counter-based dropout (rate, scale, backward mask, neighbour independence,
+// determinism, thread count), the cross-entropy (label smoothing, padding), the Adam pass, the
+// residual + norm join (LayerNorm, RMSNorm, α), the vectorizable exp's error, and whole models'
+// logits and gradients with either set.
 #include <gtest/gtest.h>
 
 #include <ATen/Parallel.h>
@@ -11,9 +13,9 @@
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/cross_entropy.h"
 #include "stx/kernels/dropout.h"
+#include "stx/kernels/kernels.h"
 #include "stx/kernels/residual_norm.h"
 #include "stx/kernels/vec_math.h"
-#include "stx/kernels/kernels.h"
 #include "stx/model/attention.h"
 #include "stx/train/loss.h"
 #include "stx/train/optimizer.h"
