@@ -133,7 +133,9 @@ TEST(LogitBound, LoggedBoundNeverExceedsMeasuredEntropy) {
       EXPECT_EQ(checked, 2 * (3 + 2 + 2));  // encoder self 3, decoder self 2, cross 2; mean and min_head
       // At tiny 𝛔 every row's entropy and bound are both ≈ log n: a bound too low anywhere (wrong
       // key counts, wrong 𝛔) shows as a gap here, in every stack, attention kind and layer.
-      if (s == 0.05) EXPECT_LT(loosest, 0.05) << "sigma_reparam " << sigma;
+      if (s == 0.05) {
+        EXPECT_LT(loosest, 0.05) << "sigma_reparam " << sigma;
+      }
       EXPECT_EQ(bnd["attn_sigma_kq"]["decoder"]["encoder_attn"]["max_head"].size(), 2u);
     }
 }

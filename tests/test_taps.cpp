@@ -26,7 +26,9 @@ TEST(Taps, PostLNPointsSatisfyTheSublayerEquations) {
     EXPECT_TRUE(torch::allclose(v.at(p + "post5"), alpha * v.at(p + "post3") + v.at(p + "post4"), 1e-5, 1e-6));
     auto ln = torch::layer_norm(v.at(p + "post5"), {m.d_model}, {}, {}, m.norm_eps);
     EXPECT_TRUE(torch::allclose(v.at(p + "output"), ln, 1e-5, 1e-5));
-    if (l < 2) EXPECT_TRUE(torch::equal(v.at(p + "output"), v.at("encoder.layers." + std::to_string(l + 1) + ".input")));
+    if (l < 2) {
+      EXPECT_TRUE(torch::equal(v.at(p + "output"), v.at("encoder.layers." + std::to_string(l + 1) + ".input")));
+    }
   }
   EXPECT_TRUE(v.count("encoder.out") && v.count("logits") && v.count("encoder.embed"));
   EXPECT_FALSE(v.count("encoder.layers.0.self_attn.probs")) << "probs only when asked";

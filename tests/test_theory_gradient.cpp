@@ -102,7 +102,9 @@ Result run_and_print(Result (*run)(const Options&)) {
 TEST(Theorem1Quick, TheoryClaimsHoldAndSeriesHaveTheGridShape) {
   auto r = run_and_print(run_theorem1);
   for (auto& c : r.claims)
-    if (c.theory) EXPECT_TRUE(c.holds) << c.statement << ": measured " << c.measured << " tol " << c.tolerance;
+    if (c.theory) {
+      EXPECT_TRUE(c.holds) << c.statement << ": measured " << c.measured << " tol " << c.tolerance;
+    }
   const auto Ls = r.config["L"].get<std::vector<int64_t>>();
   for (const char* key : {"post", "pre", "deepnorm", "post_sigma"})
     for (auto d : r.config["d"].get<std::vector<int64_t>>()) {
@@ -121,7 +123,9 @@ TEST(GradProfileQuick, ObservationsAndSeriesShapes) {
   auto r = run_and_print(run_grad_profile);
   EXPECT_FALSE(r.claims.empty());
   for (auto& c : r.claims)
-    if (c.theory) EXPECT_TRUE(c.holds) << c.statement;
+    if (c.theory) {
+      EXPECT_TRUE(c.holds) << c.statement;
+    }
   const auto N = r.config["layers_ab"].get<size_t>();
   const auto depths = r.config["depths_cd"].get<std::vector<int64_t>>();
   for (const char* key : {"post", "pre", "deepnorm", "post_init", "post_sigma"})

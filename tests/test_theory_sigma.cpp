@@ -15,8 +15,10 @@ using namespace stx::probe;
 
 void expect_theory_claims_hold(const theory::Result& r) {
   for (auto& c : r.claims)
-    if (c.theory) EXPECT_TRUE(c.holds) << r.experiment << ": " << c.id << " — " << c.statement << ": measured " << c.measured
-                                       << ", predicted " << c.predicted.dump() << ", tolerance " << c.tolerance.dump();
+    if (c.theory) {
+      EXPECT_TRUE(c.holds) << r.experiment << ": " << c.id << " — " << c.statement << ": measured " << c.measured
+                           << ", predicted " << c.predicted.dump() << ", tolerance " << c.tolerance.dump();
+    }
 }
 
 TEST(AttentionEntropy, UniformIsLogT) {
