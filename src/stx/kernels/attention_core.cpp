@@ -54,6 +54,20 @@ Heads<T> heads_of(const torch::Tensor& t, int64_t offset, int64_t d_head) {
   return {t.data_ptr<T>() + offset, t.stride(1), t.stride(0), d_head};
 }
 
+// The heads of q, k and v: three tensors, or (packed) the column blocks 0, d, 2d of one
+// [B, T, 3d] tensor. Used for the inputs and, with the same layout, for their gradients.
+template <typename T>
+struct QKVHeads {
+  Heads<T> q, k, v;
+};
+
+template <typename T>
+QKVHeads<T> qkv_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool packed,
+                      int64_t d, int64_t d_head) {
+  if (packed) return {heads_of<T>(q, 0, d_head), heads_of<T>(q, d, d_head), heads_of<T>(q, 2 * d, d_head)};
+  return {heads_of<T>(q, 0, d_head), heads_of<T>(k, 0, d_head), heads_of<T>(v, 0, d_head)};
+}
+
 // A [B, T, n] tensor the kernels can address in place: unit stride along features.
 torch::Tensor addressable(const torch::Tensor& t) { return t.stride(2) == 1 ? t : t.contiguous(); }
 
@@ -149,10 +163,8 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
     std::vector<std::vector<int64_t>> blind_of(B * heads);  // per head, merged in order below
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core", [&] {
       using T = scalar_t;
-      const auto Q = heads_of<T>(q, 0, dh);
-      const auto K = packed ? heads_of<T>(q, d, dh) : heads_of<T>(k, 0, dh);
-      const auto V = packed ? heads_of<T>(q, 2 * d, dh) : heads_of<T>(v, 0, dh);
-      const auto O = heads_of<T>(out, 0, dh);
+      const auto in = qkv_heads<T>(q, k, v, packed, d, dh);
+      const auto Q = in.q, K = in.k, V = in.v, O = heads_of<T>(out, 0, dh);
       T* s = S.data_ptr<T>();
       const T* kp = keep.defined() ? keep.data_ptr<T>() : nullptr;
       const T* bp = keep.defined() ? key_bias.data_ptr<T>() : nullptr;
@@ -212,12 +224,8 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
     const bool causal = ctx->saved_data["causal"].toBool();
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_backward", [&] {
       using T = scalar_t;
-      const auto Q = heads_of<T>(q, 0, dh);
-      const auto K = packed ? heads_of<T>(q, d, dh) : heads_of<T>(k, 0, dh);
-      const auto V = packed ? heads_of<T>(q, 2 * d, dh) : heads_of<T>(v, 0, dh);
-      const auto dQ = heads_of<T>(dq, 0, dh);
-      const auto dK = packed ? heads_of<T>(dq, d, dh) : heads_of<T>(dk, 0, dh);
-      const auto dV = packed ? heads_of<T>(dq, 2 * d, dh) : heads_of<T>(dv, 0, dh);
+      const auto in = qkv_heads<T>(q, k, v, packed, d, dh), grad = qkv_heads<T>(dq, dk, dv, packed, d, dh);
+      const auto Q = in.q, K = in.k, V = in.v, dQ = grad.q, dK = grad.k, dV = grad.v;
       const auto dO = heads_of<T>(dout, 0, dh);
       const T* pp = P.data_ptr<T>();
       const T* np = noise.defined() ? noise.data_ptr<T>() : nullptr;
