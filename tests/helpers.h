@@ -2,7 +2,7 @@
 #pragma once
 #include <torch/torch.h>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
 

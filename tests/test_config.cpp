@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "stx/core/error.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 
 namespace stx {
 namespace {

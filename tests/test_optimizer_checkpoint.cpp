@@ -13,7 +13,7 @@
 
 #include "helpers.h"
 #include "stx/core/error.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 #include "stx/io/model_io.h"
 #include "stx/io/safetensors.h"
 #include "stx/train/checkpoint.h"

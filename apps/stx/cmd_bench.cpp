@@ -11,7 +11,7 @@
 #include "stx/bench/step_bench.h"
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 
 namespace stx::cli {
 

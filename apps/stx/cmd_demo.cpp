@@ -12,7 +12,7 @@
 #include "command.h"
 #include "stx/core/error.h"
 #include "stx/data/byte_corpus.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
 

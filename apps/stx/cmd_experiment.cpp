@@ -13,7 +13,7 @@
 #include "command.h"
 #include "stx/core/error.h"
 #include "stx/experiment/collapse_runner.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 
 namespace stx::cli {
 

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "command.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 #include "stx/io/model_io.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"

@@ -12,7 +12,7 @@
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
 #include "stx/dist/launcher.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 #include "stx/train/trainer.h"
 
 namespace stx::cli {

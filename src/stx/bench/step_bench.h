@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stx/bench/sgemm_rate.h"
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx::bench {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "stx/data/tokenizer.h"
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx {
 

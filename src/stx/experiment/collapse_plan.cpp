@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "stx/core/error.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 #include "stx/sweep/sweep_plan.h"
 
 namespace stx::experiment {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx::experiment {
 

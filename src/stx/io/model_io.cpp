@@ -6,7 +6,7 @@
 
 #include "stx/core/error.h"
 #include "stx/core/shape_text.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 #include "stx/io/safetensors.h"
 
 namespace stx {

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/transformer.h"
 
 namespace stx {

@@ -9,7 +9,7 @@
 #pragma once
 #include <torch/torch.h>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <torch/torch.h>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/linear.h"
 
 namespace stx {

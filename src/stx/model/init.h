@@ -9,7 +9,7 @@
 #pragma once
 #include <cstdint>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx {
 

@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "stx/model/attention.h"
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/ffn.h"
 #include "stx/model/incremental.h"
 #include "stx/model/norm.h"

@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/norm.h"
 #include "stx/model/taps.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/embedding.h"
 #include "stx/model/layer.h"
 #include "stx/model/linear.h"

@@ -6,7 +6,7 @@
 #pragma once
 #include <torch/torch.h>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/stack.h"
 #include "stx/model/taps.h"
 

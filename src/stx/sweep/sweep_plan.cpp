@@ -7,7 +7,7 @@
 #include <set>
 
 #include "stx/core/error.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 
 namespace stx::sweep {
 

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "stx/core/atomic_file.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 
 namespace stx::sweep {
 

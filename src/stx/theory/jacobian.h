@@ -15,7 +15,7 @@
 
 #include <functional>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx::theory {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/transformer.h"
 
 namespace stx::theory {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "stx/core/error.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 #include "stx/io/model_io.h"
 #include "stx/io/safetensors.h"
 

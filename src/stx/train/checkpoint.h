@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/transformer.h"
 #include "stx/train/optimizer.h"
 

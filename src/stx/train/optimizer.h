@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx {
 

@@ -11,7 +11,7 @@
 
 #include "stx/data/batcher.h"
 #include "stx/data/tokenizer.h"
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx {
 

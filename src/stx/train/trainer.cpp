@@ -25,7 +25,7 @@
 #include "stx/core/device.h"
 #include "stx/core/error.h"
 #include "stx/dist/grad_sync.h"
-#include "stx/io/config_io.h"
+#include "stx/config/config_io.h"
 #include "stx/io/safetensors.h"
 #include "stx/model/init.h"
 #include "stx/probe/diagnostics.h"

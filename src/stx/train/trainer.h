@@ -18,7 +18,7 @@
 #include <string>
 
 #include "stx/dist/world.h"
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx {
 

@@ -8,7 +8,7 @@
 
 #include "stx/data/batcher.h"
 #include "stx/eval/decode.h"
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 #include "stx/model/transformer.h"
 #include "stx/train/run_data.h"
 

@@ -1,5 +1,5 @@
-// stx/model/config.h — the resolved configuration: model, training and data sections, with
-// the key names of DESIGN.md. Loading, overrides and validation live in stx/io/config_io.h.
+// stx/config/config.h — the resolved configuration: model, training and data sections, with
+// the key names of DESIGN.md. Loading, overrides and validation live in stx/config/config_io.h.
 #pragma once
 #include <array>
 #include <cstdint>

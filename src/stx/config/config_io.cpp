@@ -1,5 +1,5 @@
-// stx/io/config_io.cpp — one table of keys drives YAML, --set, JSON and error messages.
-#include "stx/io/config_io.h"
+// stx/config/config_io.cpp — one table of keys drives YAML, --set, JSON and error messages.
+#include "stx/config/config_io.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -1,4 +1,4 @@
-// stx/io/config_io.h — YAML config files, `--set section.key=value` overrides, the JSON form
+// stx/config/config_io.h — YAML config files, `--set section.key=value` overrides, the JSON form
 // stored in safetensors metadata, and validation. Every error is an InputError naming the key,
 // the value and what is allowed.
 #pragma once
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stx/model/config.h"
+#include "stx/config/config.h"
 
 namespace stx {
 
