@@ -7,7 +7,7 @@
 #include <chrono>
 #include <iostream>
 
-#include "stx/report/claims_table.h"
+#include "stx/theory/claims_table.h"
 #include "stx/theory/experiments.h"
 #include "stx/theory/theory_setting.h"
 

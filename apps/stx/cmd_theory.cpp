@@ -12,7 +12,7 @@
 #include "command.h"
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
-#include "stx/report/claims_table.h"
+#include "stx/theory/claims_table.h"
 #include "stx/report/plot.h"
 #include "stx/theory/experiment.h"
 

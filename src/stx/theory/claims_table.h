@@ -1,4 +1,4 @@
-// stx/report/claims_table.h — a theory Result as a terminal table and as a markdown section.
+// stx/theory/claims_table.h — a theory Result as a terminal table and as a markdown section.
 #pragma once
 #include <string>
 

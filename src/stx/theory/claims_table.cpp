@@ -1,4 +1,4 @@
-#include "stx/report/claims_table.h"
+#include "stx/theory/claims_table.h"
 
 #include <fmt/format.h>
 
