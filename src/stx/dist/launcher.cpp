@@ -17,7 +17,7 @@
 #include "stx/core/child_process.h"
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
-#include "stx/train/signals.h"
+#include "stx/core/signals.h"
 
 namespace stx::dist {
 namespace {

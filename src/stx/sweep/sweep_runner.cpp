@@ -21,7 +21,7 @@
 #include "stx/sweep/sweep_report.h"
 #include "stx/sweep/grid_dir.h"
 #include "stx/sweep/train_child.h"
-#include "stx/train/signals.h"
+#include "stx/core/signals.h"
 
 namespace stx::sweep {
 

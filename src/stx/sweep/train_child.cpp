@@ -14,7 +14,7 @@
 #include "stx/core/child_process.h"
 #include "stx/core/error.h"
 #include "stx/sweep/sweep_report.h"
-#include "stx/train/signals.h"
+#include "stx/core/signals.h"
 
 namespace stx::sweep {
 

@@ -3,7 +3,7 @@
 // --resume when its directory has a checkpoint; stdout/stderr appended to DIR/train.log; a live
 // progress line on a terminal (a line every 5 minutes into a log, or when several children run
 // at once); a SIGINT/SIGTERM of the
-// parent (stx/train/signals.h) forwarded once, so the child checkpoints and stops. The child's
+// parent (stx/core/signals.h) forwarded once, so the child checkpoints and stops. The child's
 // exit is read back into a RunResult (run_status.h) and DIR/sweep_status.json:
 //   0 → converged/stalled (or failed when it stopped short), 1 → diverged (the guard),
 //   128+sig after a forwarded signal → interrupted, anything else → failed;

@@ -37,7 +37,7 @@
 #include "stx/train/loss.h"
 #include "stx/train/run_data.h"
 #include "stx/train/schedule.h"
-#include "stx/train/signals.h"
+#include "stx/core/signals.h"
 #include "stx/train/validate.h"
 
 namespace stx {

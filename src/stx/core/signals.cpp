@@ -1,6 +1,6 @@
-// stx/train/signals.cpp — see signals.h. Async-signal-safe: the handler writes one
+// stx/core/signals.cpp — see signals.h. Async-signal-safe: the handler writes one
 // sig_atomic_t and, the second time, resets the disposition.
-#include "stx/train/signals.h"
+#include "stx/core/signals.h"
 
 #include <csignal>
 

@@ -1,4 +1,4 @@
-// stx/train/signals.h — SIGINT/SIGTERM during training: the handler only records the signal;
+// stx/core/signals.h — SIGINT/SIGTERM during training: the handler only records the signal;
 // the trainer finishes the current step, writes a checkpoint and exits cleanly.
 #pragma once
 
