@@ -2,7 +2,7 @@
 // Exit: 0 finished; 1 diverged (train.on_divergence stop, or skips/rollbacks exhausted);
 // 2 bad input; 4 a worker of a data-parallel job died or hung (docs/distributed.md);
 // 128+signal after a clean stop on SIGINT/SIGTERM (checkpoint written).
-// Data parallel: --nproc N starts N local workers (dist/launcher.h); a process started with
+// Data parallel: --nproc N starts N local workers (parallel/launcher.h); a process started with
 // torchrun's variables (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT) is one worker of a job.
 #include <filesystem>
 #include <iostream>
@@ -11,7 +11,7 @@
 #include "command.h"
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
-#include "stx/dist/launcher.h"
+#include "stx/parallel/launcher.h"
 #include "stx/config/config_io.h"
 #include "stx/train/trainer.h"
 
@@ -42,7 +42,7 @@ void register_train(Registry& reg) {
     }
     t.run_dir = o->out, t.resume = o->resume, t.quiet = o->quiet;
     use_default_threads(t.config.model.d_model, t.config.train.max_tokens);  // unless STX_THREADS (--nproc, sweep --jobs, the user)
-    t.world = dist::env_from_environment();
+    t.world = parallel::env_from_environment();
     if (t.world && o->nproc > 1)
       throw InputError("--nproc starts local workers, but this process is already worker " + std::to_string(t.world->rank) +
                        " of a job of " + std::to_string(t.world->world_size) + " (WORLD_SIZE is set); drop one of them");
@@ -52,7 +52,7 @@ void register_train(Registry& reg) {
       if (!o->resume && has)
         throw InputError(o->out + " already holds a run (checkpoint_last.safetensors); pass --resume to continue it or choose another --out");
       if (o->resume && !has) throw InputError("--resume: " + o->out + " has no checkpoint_last.safetensors to resume from");
-      dist::LaunchOptions l;
+      parallel::LaunchOptions l;
       l.exe = "/proc/self/exe", l.nproc = o->nproc, l.run_dir = o->out;
       l.grace = std::chrono::seconds(10);  // after a failure; safe: checkpoints are written atomically
       l.args = {"train", "--out", o->out};
@@ -60,7 +60,7 @@ void register_train(Registry& reg) {
       for (auto& kv : o->cfg.overrides) l.args.insert(l.args.end(), {"--set", kv});
       if (o->resume) l.args.push_back("--resume");
       if (o->quiet) l.args.push_back("--quiet");
-      return dist::launch_local(l);
+      return parallel::launch_local(l);
     }
     auto r = train(t);
     const bool speak = !t.world || t.world->rank == 0;  // every rank ends alike; rank 0 says so

@@ -24,7 +24,7 @@
 #include "stx/core/atomic_file.h"
 #include "stx/core/device.h"
 #include "stx/core/error.h"
-#include "stx/dist/grad_sync.h"
+#include "stx/parallel/grad_sync.h"
 #include "stx/config/config_io.h"
 #include "stx/io/safetensors.h"
 #include "stx/model/init.h"
@@ -87,8 +87,8 @@ class Trainer {
   std::optional<Optimizer> opt_;
   std::optional<probe::ModelUpdate> probe_;
   std::optional<MetricsLog> log_;
-  std::unique_ptr<dist::World> world_;     // data parallel only
-  std::unique_ptr<dist::GradSync> sync_;
+  std::unique_ptr<parallel::World> world_;     // data parallel only
+  std::unique_ptr<parallel::GradSync> sync_;
   bool stop_all_ = false;                  // some rank was asked to stop (all-reduced each update)
   Schedule schedule_;
   DivergenceGuard guard_;
@@ -130,7 +130,7 @@ void Trainer::setup() {
   if (o_.world) {
     device_ = resolve_device(cfg_.train.device);
     if (device_.is_cuda()) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(o_.world->local_rank));
-    world_ = std::make_unique<dist::World>(*o_.world, std::chrono::seconds(cfg_.train.dist_timeout_s), device_);
+    world_ = std::make_unique<parallel::World>(*o_.world, std::chrono::seconds(cfg_.train.dist_timeout_s), device_);
     if (!world_->is_main()) o_.quiet = true;
   }
   if (fresh && fs::exists(path("checkpoint_last.safetensors")))
@@ -178,7 +178,7 @@ void Trainer::setup() {
     std::vector<torch::Tensor> all;
     for (auto& p : model_->parameters()) all.push_back(p);
     for (auto& b : model_->buffers()) all.push_back(b);
-    dist::broadcast_from_main(*world_, all);
+    parallel::broadcast_from_main(*world_, all);
   }
   // The dropout stream, independent of init; one per rank (rank 0's is the single-process one).
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed + 1) + static_cast<uint64_t>(rank()) * 0x9E3779B97F4A7C15ull);
@@ -218,7 +218,7 @@ void Trainer::setup() {
     std::vector<torch::Tensor> ps;
     for (auto& p : model_->parameters())
       if (p.requires_grad()) ps.push_back(p);
-    sync_ = std::make_unique<dist::GradSync>(*world_, ps, cfg_.train.bucket_mb);
+    sync_ = std::make_unique<parallel::GradSync>(*world_, ps, cfg_.train.bucket_mb);
     if (main() && !o_.quiet)
       std::cerr << fmt::format("data parallel: {} processes, {} batches of ≤ {} tokens per update, {} gradient bucket(s), "
                                "{:.1f} MB all-reduced per update\n",

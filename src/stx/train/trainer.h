@@ -10,14 +10,14 @@
 // Divergence (non-finite loss/gradient, or a loss z-score spike) → train.on_divergence.
 // Data parallel (docs/distributed.md): with `world` set, every rank reads the same batch stream
 // and takes batches rank, rank+N, … of each update's N·update_freq; gradients are summed by a
-// bucketed all-reduce overlapped with backward (dist/grad_sync.h), losses and the stop flag
+// bucketed all-reduce overlapped with backward (parallel/grad_sync.h), losses and the stop flag
 // all-reduced, so every rank takes the same decisions; rank 0 alone validates, logs and writes.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "stx/dist/world.h"
+#include "stx/parallel/world.h"
 #include "stx/config/config.h"
 
 namespace stx {
@@ -27,7 +27,7 @@ struct TrainOptions {
   std::string run_dir;  // created if absent
   bool resume = false;  // continue from run_dir/checkpoint_last.safetensors
   bool quiet = false;   // no progress line / log lines on stderr
-  std::optional<dist::Env> world;  // a worker of a data-parallel job (torchrun's variables)
+  std::optional<parallel::Env> world;  // a worker of a data-parallel job (torchrun's variables)
 };
 
 // Result of a run, for the CLI's exit code.

@@ -1,11 +1,11 @@
-// stx/dist/grad_sync.cpp — see grad_sync.h.
-#include "stx/dist/grad_sync.h"
+// stx/parallel/grad_sync.cpp — see grad_sync.h.
+#include "stx/parallel/grad_sync.h"
 
 #include <map>
 
 #include "stx/core/error.h"
 
-namespace stx::dist {
+namespace stx::parallel {
 
 namespace {
 constexpr double kFirstBucketMB = 1.0;  // DDP's first bucket
@@ -131,4 +131,4 @@ void broadcast_from_main(World& world, const std::vector<torch::Tensor>& tensors
   }
 }
 
-}  // namespace stx::dist
+}  // namespace stx::parallel

@@ -1,4 +1,4 @@
-// stx/dist/grad_sync.h — gradient all-reduce for data parallelism, bucketed and overlapped with
+// stx/parallel/grad_sync.h — gradient all-reduce for data parallelism, bucketed and overlapped with
 // backward (the scheme of PyTorch's DistributedDataParallel, on c10d's process group; c10d's own
 // Reducer cannot be used from Debian's LibTorch 1.13, whose headers lack a file it includes).
 //
@@ -15,9 +15,9 @@
 
 #include <vector>
 
-#include "stx/dist/world.h"
+#include "stx/parallel/world.h"
 
-namespace stx::dist {
+namespace stx::parallel {
 
 class GradSync {
  public:
@@ -58,4 +58,4 @@ class GradSync {
 // per dtype, as DDP does when it wraps a module.
 void broadcast_from_main(World& world, const std::vector<torch::Tensor>& tensors);
 
-}  // namespace stx::dist
+}  // namespace stx::parallel

@@ -1,5 +1,5 @@
-// stx/dist/world.cpp — see world.h.
-#include "stx/dist/world.h"
+// stx/parallel/world.cpp — see world.h.
+#include "stx/parallel/world.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -12,7 +12,7 @@
 
 #include "stx/core/error.h"
 
-namespace stx::dist {
+namespace stx::parallel {
 namespace {
 
 std::optional<std::string> getenv_str(const char* name) {
@@ -157,4 +157,4 @@ void World::barrier() {
   }
 }
 
-}  // namespace stx::dist
+}  // namespace stx::parallel

@@ -1,4 +1,4 @@
-// stx/dist/launcher.h — `stx train --nproc N`: N local workers of one data-parallel job, as
+// stx/parallel/launcher.h — `stx train --nproc N`: N local workers of one data-parallel job, as
 // torchrun would start them (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT a
 // free port; STX_THREADS = cores / N each). Rank 0 writes to the terminal; rank r > 0 to
 // RUN/worker-r.log. SIGINT/SIGTERM are forwarded once (every worker finishes its step and rank 0
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace stx::dist {
+namespace stx::parallel {
 
 struct LaunchOptions {
   std::string exe;                // this binary
@@ -26,4 +26,4 @@ struct LaunchOptions {
 // worker died or hung), after one line naming the worker, its status and its log.
 int launch_local(const LaunchOptions& o);
 
-}  // namespace stx::dist
+}  // namespace stx::parallel

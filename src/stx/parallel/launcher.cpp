@@ -1,5 +1,5 @@
-// stx/dist/launcher.cpp — see launcher.h.
-#include "stx/dist/launcher.h"
+// stx/parallel/launcher.cpp — see launcher.h.
+#include "stx/parallel/launcher.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,7 +19,7 @@
 #include "stx/core/runtime.h"
 #include "stx/core/signals.h"
 
-namespace stx::dist {
+namespace stx::parallel {
 namespace {
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0 and ask which one).
@@ -123,4 +123,4 @@ int launch_local(const LaunchOptions& o) {
   return 4;
 }
 
-}  // namespace stx::dist
+}  // namespace stx::parallel

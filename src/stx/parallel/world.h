@@ -1,4 +1,4 @@
-// stx/dist/world.h — this process's place in a data-parallel job and the c10d process group
+// stx/parallel/world.h — this process's place in a data-parallel job and the c10d process group
 // that joins it to the others (docs/distributed.md).
 //
 // The job is described by the environment variables torchrun sets: RANK, WORLD_SIZE,
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace stx::dist {
+namespace stx::parallel {
 
 struct Env {
   int rank = 0, world_size = 1, local_rank = 0;
@@ -52,4 +52,4 @@ class World {
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
 };
 
-}  // namespace stx::dist
+}  // namespace stx::parallel
