@@ -1,6 +1,6 @@
 #include "stx/model/linear.h"
 
-#include "stx/model/checkpointing.h"
+#include "stx/model/recompute.h"
 
 namespace stx {
 

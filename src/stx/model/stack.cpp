@@ -1,6 +1,6 @@
 #include "stx/model/stack.h"
 
-#include "stx/model/checkpointing.h"
+#include "stx/model/recompute.h"
 
 namespace stx {
 

@@ -42,7 +42,7 @@ class StackImpl : public torch::nn::Module {
   Side side() const { return side_; }
   const std::string& name() const { return name_; }
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
-  // Recompute each layer's activations in backward (model/checkpointing.h) when training
+  // Recompute each layer's activations in backward (model/recompute.h) when training
   // with gradients and no taps.
   void set_checkpoint_activations(bool on) { checkpoint_activations_ = on; }
 

@@ -1,4 +1,4 @@
-#include "stx/model/checkpointing.h"
+#include "stx/model/recompute.h"
 
 #include <ATen/autocast_mode.h>
 

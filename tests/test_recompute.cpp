@@ -1,4 +1,4 @@
-// Activation checkpointing (stx/model/checkpointing.h): a training step with per-layer
+// Activation checkpointing (stx/model/recompute.h): a training step with per-layer
 // recomputation gives exactly the plain step's loss, parameter gradients, σReparam buffers and
 // random-number stream, for every scheme, with dropout, decoder-only and encoder-decoder.
 // One exception, by construction: the encoder output feeds every decoder layer's cross-

@@ -1,4 +1,4 @@
-// stx/model/checkpointing.h — activation checkpointing per layer (Chen et al. 2016, "Training
+// stx/model/recompute.h — activation checkpointing per layer (Chen et al. 2016, "Training
 // deep nets with sublinear memory cost"; train.checkpoint_activations). The forward of a layer
 // runs without building a graph and keeps only its inputs; the backward re-runs the layer with
 // the random-number state of the first run (the same dropout masks) and the same autocast mode,
