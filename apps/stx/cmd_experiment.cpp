@@ -1,5 +1,5 @@
 // stx experiment — measured reproductions of a paper's experiment as a grid of `stx train` runs
-// with an automatic reading and a report (src/stx/experiment/). One experiment so far:
+// with an automatic reading and a report (src/stx/collapse/). One experiment so far:
 //   entropy-collapse   Zhai et al. (ICML 2023): attention-entropy collapse vs divergence, and the
 //                      learning-rate range of Post-LN/Pre-LN vs σReparam (with/without LayerNorm,
 //                      Adam/SGD), all without warm-up (docs/sigma-reparam.md).
@@ -12,7 +12,7 @@
 
 #include "command.h"
 #include "stx/core/error.h"
-#include "stx/experiment/collapse_runner.h"
+#include "stx/collapse/collapse_runner.h"
 #include "stx/config/config_io.h"
 
 namespace stx::cli {
@@ -27,7 +27,7 @@ void register_experiment(Registry& reg) {
   };
   auto o = std::make_shared<Opts>();
   std::string all;
-  for (auto& a : experiment::all_arms()) all += (all.empty() ? "" : ",") + a.name;
+  for (auto& a : collapse::all_arms()) all += (all.empty() ? "" : ",") + a.name;
   auto* sub = reg.app.add_subcommand(
       "experiment",
       "run a paper's experiment as a grid of `stx train` runs (resumable) and write DIR/report.md with figures; "
@@ -48,17 +48,17 @@ void register_experiment(Registry& reg) {
   sub->add_option("--spike-nats", o->spike_nats, "loss spike: a train loss this far above the lowest before it")->capture_default_str();
   sub->add_flag("--quiet", o->quiet, "no progress line on stderr (result lines still go to stdout)");
   reg.add(sub, [o, all] {
-    experiment::ExperimentOptions e;
+    collapse::ExperimentOptions e;
     if (o->steps == 0 || o->steps < -1) throw InputError(fmt::format("--steps {}: must be a positive number of updates", o->steps));
     const int64_t steps = o->steps > 0 ? o->steps : (o->quick ? 60 : resolve_config(o->cfg.config, o->cfg.overrides).train.max_steps);
     const auto mult = !o->multipliers.empty() ? o->multipliers : (o->quick ? "1,8,64" : "1,4,16,64");
-    e.plan = experiment::make_plan(o->cfg.config, o->cfg.overrides, experiment::parse_arms(o->arms.empty() ? all : o->arms),
-                                   experiment::parse_multipliers(mult), steps, o->sgd_lr, o->threshold, o->spike_nats, o->quick);
+    e.plan = collapse::make_plan(o->cfg.config, o->cfg.overrides, collapse::parse_arms(o->arms.empty() ? all : o->arms),
+                                   collapse::parse_multipliers(mult), steps, o->sgd_lr, o->threshold, o->spike_nats, o->quick);
     std::error_code ec;
     e.exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) throw InputError("cannot find the stx binary (/proc/self/exe): " + ec.message());
     e.out = o->out, e.command = command_line(), e.quiet = o->quiet;
-    return experiment::run_entropy_collapse(e);
+    return collapse::run_entropy_collapse(e);
   });
 }
 

@@ -1,4 +1,4 @@
-// stx/experiment/collapse_report.h — DIR/report.md and DIR/report.json of the entropy-collapse
+// stx/collapse/collapse_report.h — DIR/report.md and DIR/report.json of the entropy-collapse
 // experiment: the learning-rate range over which each arm trains, every run's reading (collapse,
 // failure, their order), the measured relation between collapse and divergence over all runs,
 // and the figures. Both written atomically.
@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "stx/experiment/collapse_runner.h"
+#include "stx/collapse/collapse_runner.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 void write_report(const std::string& dir, const std::string& command, const CollapsePlan& p,
                   const std::vector<Entry>& entries, const std::vector<std::string>& figures);
@@ -16,4 +16,4 @@ void write_report(const std::string& dir, const std::string& command, const Coll
 // "5e-04 … 4e-03" for the converged runs of an arm, "none" if none converged.
 std::string trained_range(const std::vector<Entry>& entries, const std::string& arm);
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

@@ -1,4 +1,4 @@
-// stx/experiment/collapse_figures.h — the figures of the entropy-collapse experiment in
+// stx/collapse/collapse_figures.h — the figures of the entropy-collapse experiment in
 // DIR/figures/ (gnuplot, stx/report/panels.h):
 //   lr_robustness.png   final validation loss vs learning rate (log), one line per arm; runs that
 //                       diverged are drawn as crosses at the uniform-guess loss ln V (Zhai et al.'s
@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "stx/experiment/collapse_runner.h"
+#include "stx/collapse/collapse_runner.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 // Draws every figure it has data for; returns their paths relative to dir.
 std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries);
 // The figures of this grid already in dir (from an earlier draw), relative to dir.
 std::vector<std::string> existing_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries);
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

@@ -1,5 +1,5 @@
-// stx/experiment/collapse_report.cpp — see collapse_report.h.
-#include "stx/experiment/collapse_report.h"
+// stx/collapse/collapse_report.cpp — see collapse_report.h.
+#include "stx/collapse/collapse_report.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include "stx/core/atomic_file.h"
 #include "stx/sweep/sweep_report.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 namespace fs = std::filesystem;
 using sweep::Outcome;
@@ -153,4 +153,4 @@ void write_report(const std::string& dir, const std::string& command, const Coll
   write_atomically((fs::path(dir) / "report.md").string(), [&](const std::string& tmp) { std::ofstream(tmp) << md; });
 }
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

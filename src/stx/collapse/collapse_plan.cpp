@@ -1,5 +1,5 @@
-// stx/experiment/collapse_plan.cpp — see collapse_plan.h.
-#include "stx/experiment/collapse_plan.h"
+// stx/collapse/collapse_plan.cpp — see collapse_plan.h.
+#include "stx/collapse/collapse_plan.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include "stx/config/config_io.h"
 #include "stx/sweep/sweep_plan.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 namespace {
 
@@ -157,4 +157,4 @@ std::string plan_mismatch(const nlohmann::json& stored, const CollapsePlan& p) {
   return sweep::config_mismatch(stored["config"], p.base, own_keys());
 }
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

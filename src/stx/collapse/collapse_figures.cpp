@@ -1,5 +1,5 @@
-// stx/experiment/collapse_figures.cpp — see collapse_figures.h.
-#include "stx/experiment/collapse_figures.h"
+// stx/collapse/collapse_figures.cpp — see collapse_figures.h.
+#include "stx/collapse/collapse_figures.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include "stx/report/metrics_log.h"
 #include "stx/report/panels.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 namespace fs = std::filesystem;
 using Records = std::vector<nlohmann::json>;
@@ -200,4 +200,4 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
   return out;
 }
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

@@ -1,4 +1,4 @@
-// stx/experiment/collapse_runner.h — `stx experiment entropy-collapse`: runs the plan's grid
+// stx/collapse/collapse_runner.h — `stx experiment entropy-collapse`: runs the plan's grid
 // (collapse_plan.h) as `stx train` children in DIR/{arm}-x{m} (sweep/train_child.h), resumably:
 // ended runs are skipped, interrupted ones continued, and an arm's ladder stops at its first
 // divergence. After every run DIR/report.md and report.json are rewritten (collapse_report.h);
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "stx/experiment/collapse_plan.h"
-#include "stx/experiment/collapse_reading.h"
+#include "stx/collapse/collapse_plan.h"
+#include "stx/collapse/collapse_reading.h"
 #include "stx/sweep/run_status.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 // One cell of the grid and what became of it.
 struct Entry {
@@ -32,4 +32,4 @@ struct ExperimentOptions {
 // 0: every run ended; 1: a child failed (rerun to retry); 128 + signal when stopped.
 int run_entropy_collapse(const ExperimentOptions& o);
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

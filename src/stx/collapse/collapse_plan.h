@@ -1,4 +1,4 @@
-// stx/experiment/collapse_plan.h — the grid of `stx experiment entropy-collapse` (Zhai et al.,
+// stx/collapse/collapse_plan.h — the grid of `stx experiment entropy-collapse` (Zhai et al.,
 // ICML 2023, §3 and §5): configurations ("arms") × learning-rate multipliers, every run without
 // warm-up (constant schedule, train.warmup_steps = 0) and with the divergence guard stopping it.
 //
@@ -21,7 +21,7 @@
 
 #include "stx/config/config.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 struct Arm {
   std::string name, title;
@@ -62,4 +62,4 @@ std::vector<std::string> run_overrides(const CollapsePlan& p, const Arm& a, doub
 nlohmann::json plan_json(const CollapsePlan& p);
 std::string plan_mismatch(const nlohmann::json& stored, const CollapsePlan& p);
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

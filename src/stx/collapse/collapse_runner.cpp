@@ -1,5 +1,5 @@
-// stx/experiment/collapse_runner.cpp — see collapse_runner.h.
-#include "stx/experiment/collapse_runner.h"
+// stx/collapse/collapse_runner.cpp — see collapse_runner.h.
+#include "stx/collapse/collapse_runner.h"
 
 #include <fmt/format.h>
 
@@ -9,15 +9,15 @@
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
-#include "stx/experiment/collapse_figures.h"
-#include "stx/experiment/collapse_report.h"
+#include "stx/collapse/collapse_figures.h"
+#include "stx/collapse/collapse_report.h"
 #include "stx/report/metrics_log.h"
 #include "stx/sweep/sweep_report.h"
 #include "stx/sweep/grid_dir.h"
 #include "stx/sweep/train_child.h"
 #include "stx/core/signals.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 namespace fs = std::filesystem;
 using sweep::Outcome;
@@ -161,4 +161,4 @@ class Runner {
 
 int run_entropy_collapse(const ExperimentOptions& o) { return Runner(o).run(); }
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

@@ -1,4 +1,4 @@
-// stx/experiment/collapse_reading.h — the automatic reading of one run of the entropy-collapse
+// stx/collapse/collapse_reading.h — the automatic reading of one run of the entropy-collapse
 // experiment, from its metrics.jsonl (docs/sigma-reparam.md states these definitions):
 //   H_min(t)   the lowest layer entropy at a logged step: min over layers (every attention kind)
 //              of attn_entropy.*.*.mean[l], the head-averaged entropy (Zhai et al. Fig. 1)
@@ -20,7 +20,7 @@
 
 #include "stx/sweep/run_status.h"
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 struct Reading {
   std::optional<double> first_entropy, last_entropy, min_entropy;  // H_min at the first/last line, lowest
@@ -42,4 +42,4 @@ std::optional<double> lowest_layer_entropy(const nlohmann::json& record);
 
 nlohmann::json to_json(const Reading& r);
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse

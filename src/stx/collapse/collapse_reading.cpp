@@ -1,10 +1,10 @@
-// stx/experiment/collapse_reading.cpp — see collapse_reading.h.
-#include "stx/experiment/collapse_reading.h"
+// stx/collapse/collapse_reading.cpp — see collapse_reading.h.
+#include "stx/collapse/collapse_reading.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace stx::experiment {
+namespace stx::collapse {
 
 namespace {
 
@@ -78,4 +78,4 @@ nlohmann::json to_json(const Reading& r) {
           {"max_sigma_kq", opt(r.max_sigma_kq)},   {"relation", r.relation}};
 }
 
-}  // namespace stx::experiment
+}  // namespace stx::collapse
