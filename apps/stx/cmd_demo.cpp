@@ -13,18 +13,13 @@
 #include "stx/core/error.h"
 #include "stx/data/byte_corpus.h"
 #include "stx/config/config_io.h"
+#include "stx/config/schemes.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
 
 namespace stx::cli {
 
 namespace {
-
-struct Variant {
-  std::string label;
-  Scheme scheme;
-  bool sigma;
-};
 
 torch::Tensor byte_batch(const std::string& path, int64_t batch, int64_t length) {
   const int64_t need = batch * (length + 1);
@@ -59,11 +54,7 @@ void register_demo(Registry& reg) {
     if (o->d_model % 4 != 0) throw InputError("--d-model " + std::to_string(o->d_model) + " must be divisible by 4 (heads)");
     auto data = byte_batch(o->text, o->batch, o->length);
     auto inputs = data.narrow(1, 0, o->length), targets = data.narrow(1, 1, o->length);
-    const std::vector<Variant> variants{{"post", Scheme::Post, false},
-                                        {"post-init", Scheme::PostInit, false},
-                                        {"deepnorm", Scheme::DeepNorm, false},
-                                        {"pre", Scheme::Pre, false},
-                                        {"post+σReparam", Scheme::Post, true}};
+    const auto variants = schemes_used_by(kUseDemo);
     const int64_t L = o->layers;
     std::cout << fmt::format(
         "stx demo: decoder-only LM, {} layers, d_model {}, 4 heads, d_ff {}, byte tokens of {} ({}×{}), seed {}\n"
@@ -82,8 +73,7 @@ void register_demo(Registry& reg) {
       m.n_heads = 4;
       m.d_ff = 4 * o->d_model;
       m.decoder_layers = L;
-      m.scheme = variants[v].scheme;
-      m.sigma_reparam = variants[v].sigma;
+      variants[v]->apply(m);
       m.dropout = 0;
       m.max_len = o->length;
       m.pad_id = -1;
@@ -109,7 +99,7 @@ void register_demo(Registry& reg) {
       }
     }
     std::string head = fmt::format("{:>6}", "layer"), rule;
-    for (auto& v : variants) head += fmt::format(" │ {:^19}", v.label);
+    for (auto* v : variants) head += fmt::format(" │ {:^19}", v->title);
     std::cout << head << "\n" << fmt::format("{:>6}", "");
     for (size_t v = 0; v < variants.size(); ++v) std::cout << fmt::format(" │ {:>8} {:>10}", "a", "g");
     std::cout << "\n";

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "command.h"
+#include "stx/config/schemes.h"
 #include "stx/core/error.h"
 #include "stx/sweep/sweep_runner.h"
 
@@ -16,7 +17,7 @@ namespace stx::cli {
 void register_sweep(Registry& reg) {
   struct Opts {
     ConfigOptions cfg;
-    std::string depths, schemes = "post,post-init,pre,deepnorm,sigma", out;
+    std::string depths, schemes = scheme_names_text(kUseSweep, ","), out;
     int64_t steps = 0, early_steps = 0, jobs = 1;
     bool quiet = false;
   };
@@ -27,9 +28,9 @@ void register_sweep(Registry& reg) {
       "Table 1-style table of final validation loss (BLEU for translation) or where each run diverged, and figures");
   o->cfg.add_to(sub, /*config_required=*/true);
   sub->add_option("--depths", o->depths, "comma-separated layer counts, e.g. 6,18,50,100,200,1000 (encoder-decoder: L-L)")->required();
-  sub->add_option("--schemes", o->schemes,
-                  "comma-separated: post, post-init, pre, deepnorm, sigma (= post + model.sigma_reparam=true)")
-      ->capture_default_str();
+  std::string rows;
+  for (auto* r : schemes_used_by(kUseSweep)) rows += (rows.empty() ? "" : ", ") + r->name + " (" + r->title + ")";
+  sub->add_option("--schemes", o->schemes, "comma-separated rows of the scheme table: " + rows)->capture_default_str();
   sub->add_option("--steps", o->steps, "updates per run (train.max_steps)")->required();
   sub->add_option("--out", o->out, "sweep directory: one run directory per pair, sweep.md, sweep.json, figures/")->required();
   sub->add_option("--early-steps", o->early_steps, "x range of the ΔF / gradient-norm figures (default: max(100, steps/10), at most steps)");

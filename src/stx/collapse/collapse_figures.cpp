@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <sstream>
 
 #include "stx/report/metrics_log.h"
@@ -15,22 +14,13 @@ namespace stx::collapse {
 
 namespace fs = std::filesystem;
 using Records = std::vector<nlohmann::json>;
-using sweep::Outcome;
+using grid::Outcome;
 
 namespace {
 
 const char* palette(size_t i) {
   static const char* c[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   return c[i % 10];
-}
-
-std::string arm_color(const std::string& arm) {
-  static const std::map<std::string, std::string> c{{"post", "#d62728"},         {"pre", "#1f77b4"},
-                                                    {"post-sgd", "#ff7f0e"},     {"sigma-post", "#9467bd"},
-                                                    {"sigma-nonorm", "#2ca02c"}, {"sigma-post-sgd", "#e377c2"},
-                                                    {"sigma-nonorm-sgd", "#17becf"}};
-  auto it = c.find(arm);
-  return it == c.end() ? "#000000" : it->second;
 }
 
 bool training_line(const nlohmann::json& j) { return j.contains("loss") && !j.contains("event"); }
@@ -178,8 +168,8 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
     }
     // One point type per arm, so coinciding points of two arms stay distinguishable.
     static const int kPt[] = {7, 5, 9, 11, 13, 4, 6};
-    lr.curves.push_back({ok, fmt::format("linespoints lw 2 pt {} ps 1.3", kPt[(pt - 1) % 7]), arm_color(a.name), a.title});
-    lr.curves.push_back({bad, fmt::format("points pt {} ps 2.5 lw 2", pt % 2 ? 2 : 1), arm_color(a.name), ok.empty() ? a.title : ""});
+    lr.curves.push_back({ok, fmt::format("linespoints lw 2 pt {} ps 1.3", kPt[(pt - 1) % 7]), a.color, a.title});
+    lr.curves.push_back({bad, fmt::format("points pt {} ps 2.5 lw 2", pt % 2 ? 2 : 1), a.color, ok.empty() ? a.title : ""});
   }
   draw_panels((fig_dir / "lr_robustness.png").string(), {lr}, "", 1100, 650);
   add("lr_robustness.png");

@@ -2,7 +2,7 @@
 // ICML 2023, §3 and §5): configurations ("arms") × learning-rate multipliers, every run without
 // warm-up (constant schedule, train.warmup_steps = 0) and with the divergence guard stopping it.
 //
-// Arms (DIR/{arm}-x{multiplier}):
+// Arms (DIR/{arm}-x{multiplier}; the scheme table's rows with an arm name, config/schemes.h):
 //   post, pre                      the baselines: Post-LN / Pre-LN, Adam
 //   post-sgd                       Post-LN with SGD (momentum train.momentum): the baseline for
 //                                  the paper's "without adaptive optimizers" claim
@@ -26,7 +26,8 @@ namespace stx::collapse {
 struct Arm {
   std::string name, title;
   bool sgd = false;
-  std::vector<std::string> overrides;  // model.scheme, model.norm, model.sigma_reparam, train.optimizer
+  std::vector<std::string> overrides;  // model.norm, model.scheme, model.sigma_reparam, train.optimizer
+  std::string color;                   // plots (the scheme table's colour of its row and optimizer)
 };
 // Every arm, in report order.
 const std::vector<Arm>& all_arms();

@@ -21,13 +21,6 @@ namespace {
 
 using Records = std::vector<nlohmann::json>;
 
-std::string color(const std::string& scheme) {
-  static const std::map<std::string, std::string> c{{"post", "#d62728"},     {"post-init", "#ff7f0e"}, {"pre", "#1f77b4"},
-                                                    {"deepnorm", "#2ca02c"}, {"sigma", "#9467bd"}};
-  auto it = c.find(scheme);
-  return it == c.end() ? "#000000" : it->second;
-}
-
 // "step value" rows of the records holding a finite `key` (positive if log), step ≤ max_step.
 std::string series(const Records& rs, const char* key, bool log, int64_t max_step) {
   std::ostringstream s;
@@ -43,9 +36,9 @@ std::string series(const Records& rs, const char* key, bool log, int64_t max_ste
 }
 
 std::string legend(const RunResult& r) {
-  if (r.outcome == Outcome::Diverged) return fmt::format("{} (diverged at {})", scheme_title(r.scheme), r.step);  // "@" is special in enhanced text
-  if (r.outcome == Outcome::Stalled) return scheme_title(r.scheme) + " (stalled)";
-  return scheme_title(r.scheme);
+  if (r.outcome == Outcome::Diverged) return fmt::format("{} (diverged at {})", scheme_row(r.scheme).title, r.step);  // "@" is special in enhanced text
+  if (r.outcome == Outcome::Stalled) return scheme_row(r.scheme).title + " (stalled)";
+  return scheme_row(r.scheme).title;
 }
 
 }  // namespace
@@ -91,7 +84,7 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
       if (r.depth != d || !metrics.count(r.name)) continue;
       if (r.vocab_size > 1) ln_v = std::log(static_cast<double>(r.vocab_size));
       const auto& rs = metrics[r.name];
-      const auto c = color(r.scheme);
+      const auto c = scheme_row(r.scheme).color;
       loss.curves.push_back({series(rs, "loss", true, all), "lines lw 2", c, legend(r)});
       loss.curves.push_back({series(rs, "valid_loss", true, all), "points pt 7 ps 1.2", c, ""});
       df.curves.push_back({series(rs, "delta_f", true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
@@ -122,7 +115,7 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
             const auto& val = mt ? r.valid_bleu : r.valid_loss;
             if (val && std::isfinite(*val)) data << d << " " << *val << "\n";
           }
-      v.curves.push_back({data.str(), "linespoints lw 2 pt 7 ps 1.2", color(s), scheme_title(s)});
+      v.curves.push_back({data.str(), "linespoints lw 2 pt 7 ps 1.2", scheme_row(s).color, scheme_row(s).title});
     }
     std::string tics;
     for (auto d : p.depths) tics += fmt::format("{}'{}' {}", tics.empty() ? "" : ", ", depth_label(p.base, d), d);

@@ -3,9 +3,8 @@
 // parameters as stored in DIR/sweep_plan.json (a rerun with a different config or step count is
 // refused; the grid itself may grow or shrink between reruns).
 //
-// Schemes: post, post-init, pre, deepnorm map to model.scheme with model.sigma_reparam=false;
-// sigma is Post-LN with σReparam on every linear (model.scheme=post, model.sigma_reparam=true,
-// as configs/mt-deen-sigma.yaml). Depth L sets the layers of every stack the model has:
+// Schemes: the rows of the scheme table (config/schemes.h) that stx sweep uses; each run applies
+// its row's overrides (model.scheme, model.sigma_reparam). Depth L sets the layers of every stack the model has:
 // decoder-only → model.decoder_layers=L, encoder-only → model.encoder_layers=L,
 // encoder-decoder → both (an L-L model; the report writes the depth as "L-L").
 #pragma once
@@ -17,13 +16,12 @@
 #include <vector>
 
 #include "stx/config/config.h"
+#include "stx/config/schemes.h"
 
 namespace stx::sweep {
 
-// The allowed scheme names, in DeepNet Table 1's order.
-const std::vector<std::string>& scheme_names();
-// The scheme as the papers call it: "Post-LN", "Post-LN-init", "Pre-LN", "DeepNorm", "Post-LN + σReparam".
-std::string scheme_title(const std::string& name);
+// The scheme table's row of a sweep scheme (InputError listing the names if there is none).
+const SchemeRow& scheme_row(const std::string& name);
 
 struct Plan {
   std::string config_path;             // --config
@@ -52,10 +50,6 @@ std::vector<std::string> run_overrides(const Plan& p, const std::string& scheme,
 
 // DIR/sweep_plan.json: {"config_path","overrides","config" (resolved base),"steps","schemes","depths"}.
 nlohmann::json plan_json(const Plan& p);
-// Why a stored resolved config (config_to_json) differs from `now` outside the keys in `ignore`
-// ("its config has k=a but this one has k=b"), "" if it does not. Keys the stored one lacks pass.
-std::string config_mismatch(const nlohmann::json& stored, const Config& now, const std::set<std::string>& ignore);
-
 // Why a stored sweep_plan.json does not match this plan (config key or steps), "" if it does.
 std::string plan_mismatch(const nlohmann::json& stored, const Plan& p);
 

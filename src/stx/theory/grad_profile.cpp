@@ -1,5 +1,5 @@
-// stx/theory/grad_profile.cpp — Xiong et al. (ICML 2020) Figure 3 (REFERENCE.md §1 "Paper
-// Figure 3"): gradient norms of the FFN output weights W^{2,l} at initialization in
+// stx/theory/grad_profile.cpp — Xiong et al. (ICML 2020) Figure 3 (docs/reference.md#gradient-profile):
+// gradient norms of the FFN output weights W^{2,l} at initialization in
 // encoder-decoder models, (a)(b) per layer of a 6-6 model (encoder, decoder) and (c)(d) for the
 // last layer of 6-6 … 14-14 models, for Post-LN, Pre-LN, DeepNorm, Post-LN-init and
 // Post-LN + σReparam.
@@ -57,7 +57,7 @@ struct Settings {
   int64_t d, d_ff, heads, S, K, B, T;
 };
 
-ModelConfig profile_config(const Settings& st, const SchemeColumn& c, int64_t N) {
+ModelConfig profile_config(const Settings& st, const SchemeRow& c, int64_t N) {
   ModelConfig m;
   m.arch = Arch::EncoderDecoder;
   m.vocab_size = 256;
@@ -65,8 +65,7 @@ ModelConfig profile_config(const Settings& st, const SchemeColumn& c, int64_t N)
   m.n_heads = st.heads;
   m.d_ff = st.d_ff;
   m.encoder_layers = m.decoder_layers = N;
-  m.scheme = c.scheme;
-  m.sigma_reparam = c.sigma;
+  c.apply(m);
   m.qk_init = QKInit::Xavier;
   m.bias = true;
   m.tie_embeddings = true;
@@ -78,7 +77,7 @@ ModelConfig profile_config(const Settings& st, const SchemeColumn& c, int64_t N)
   return m;
 }
 
-Profile measure(const Settings& st, const SchemeColumn& c, int64_t N, const torch::Tensor& bytes, uint64_t base) {
+Profile measure(const Settings& st, const SchemeRow& c, int64_t N, const torch::Tensor& bytes, uint64_t base) {
   Profile p;
   for (int s2 = 0; s2 < 2; ++s2) p.avg[s2].assign(N, {}), p.mean[s2].assign(N, {});
   for (int64_t s = 0; s < st.S; ++s) {
@@ -186,7 +185,7 @@ Result run_grad_profile(const Options& o) {
   std::vector<std::vector<Profile>> prof(cols.size());
   // Quick mode skips σReparam in the depth sweep: at init (γ = σ(W₀)) its forward is Post-LN's
   // and its raw-weight gradient differs only by the u vᵀ component (see the 6-6 columns).
-  auto skip = [&](size_t c, int64_t N) { return !full && N != N6 && cols[c].sigma; };
+  auto skip = [&](size_t c, int64_t N) { return !full && N != N6 && cols[c].sigma_reparam; };
   for (size_t iN = 0; iN < all.size(); ++iN)
     for (size_t c = 0; c < cols.size(); ++c)
       prof[c].push_back(skip(c, all[iN]) ? Profile{} : measure(st, cols[c], all[iN], bytes, o.seed + 1000003ULL * (iN + 1)));
@@ -207,7 +206,7 @@ Result run_grad_profile(const Options& o) {
                                                              {"mean_of_norms", m2}, {"mean_of_norms_se", e2}};
       r.findings.push_back(fmt::format("{} {} {}-{} per-layer ‖∂L/∂W^{{2,l}}‖, l = 1…{}: measure (1) {}; measure (2) "
                                        "{}; (1) {}",
-                                       cols[c].label, stack_name[s2], N6, N6, N6, join_values(m1), join_values(m2),
+                                       cols[c].title, stack_name[s2], N6, N6, N6, join_values(m1), join_values(m2),
                                        ratio_text(log_top_bottom(p, s2))));
     }
   {  // measure (1) against (2): how much averaging over mini-batches cancels
@@ -217,7 +216,7 @@ Result run_grad_profile(const Options& o) {
         double q = 0;
         for (int64_t l = 0; l < N6; ++l)
           q += mean_se(prof[c][i6].avg[s2][l]).mean / mean_se(prof[c][i6].mean[s2][l]).mean / static_cast<double>(N6);
-        line += fmt::format(" {} {} {:.3f};", cols[c].label, stack_name[s2], q);
+        line += fmt::format(" {} {} {:.3f};", cols[c].title, stack_name[s2], q);
       }
     r.findings.push_back(line + fmt::format(" over K = {} mini-batches of {} sequences: at init the per-batch gradients "
                                             "share a dominant batch-independent part, so the paper's measure and the "
@@ -255,7 +254,7 @@ Result run_grad_profile(const Options& o) {
                                                               {"slope_N_se", fit[c][s2].se}};
       r.findings.push_back(fmt::format("{} {} last-layer ‖∂L/∂W^{{2,N}}‖ for N-N, N = {}: measure (1) {}; (2) {}; "
                                        "log-log slope vs N {:.3f} ± {:.3f}",
-                                       cols[c].label, stack_name[s2], fmt::join(depths, ","), join_values(m),
+                                       cols[c].title, stack_name[s2], fmt::join(depths, ","), join_values(m),
                                        join_values(m2), fit[c][s2].slope, fit[c][s2].se));
     }
   if (depths.size() >= 3)
@@ -267,14 +266,14 @@ Result run_grad_profile(const Options& o) {
       beyond(r, "pre_last_decreasing_" + sn, "Pre-LN " + sn + " last-layer gradient decreases with N (paper): slope",
              false, 0.0, MeanSE{fit[1][s2].slope, fit[1][s2].se, 0, 0});
     }
-  // Deepest model's per-layer profile (REFERENCE's quick simulation: Post-LN grows toward the top at 12).
+  // Deepest model's per-layer profile (an earlier quick simulation: Post-LN grows toward the top at 12).
   const size_t ideep = idx.empty() ? i6 : idx.back();
   for (size_t c : {size_t{0}, size_t{1}})
     for (int s2 = 0; s2 < 2; ++s2) {
       std::vector<double> m;
       for (auto& v : prof[c][ideep].avg[s2]) m.push_back(mean_se(v).mean);
       r.series["deepest_per_layer"][cols[c].key][stack_name[s2]] = m;
-      r.findings.push_back(fmt::format("{} {} {}-{} per-layer measure (1): {}; {}", cols[c].label, stack_name[s2],
+      r.findings.push_back(fmt::format("{} {} {}-{} per-layer measure (1): {}; {}", cols[c].title, stack_name[s2],
                                        all[ideep], all[ideep], join_values(m), ratio_text(log_top_bottom(prof[c][ideep], s2))));
     }
   {
@@ -331,13 +330,12 @@ Result run_grad_profile(const Options& o) {
     r.data_files.emplace_back(std::string("gp_depth_") + stack_name[s2] + ".dat", u.str());
   }
   const auto ncols = cols.size();
-  std::vector<std::string> labels;
-  for (auto& c : cols) labels.push_back(c.label);
+  std::vector<std::string> labels, colors;
+  for (auto& c : cols) labels.push_back(c.title), colors.push_back(c.color);
   std::vector<bool> in_sweep;
   for (size_t c = 0; c < ncols; ++c) in_sweep.push_back(swept(c));
-  r.plot = [labels, ncols, N6, depths, in_sweep](const std::string& dir, const std::string& png) {
+  r.plot = [labels, colors, ncols, N6, depths, in_sweep](const std::string& dir, const std::string& png) {
     std::ostringstream g;
-    const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"};
     g << gnuplot_preamble(png, 1300, 900);
     g << "set multiplot layout 2,2 title \"Xiong et al. Fig. 3 at init: ‖∂L/∂W^{2,l}‖_F (mean ± SE over seeds; "
          "bars: gradient averaged over mini-batches, then norm)\"\n";

@@ -1,6 +1,6 @@
 // stx/theory/theorem1.cpp — Xiong et al. (ICML 2020) Theorem 1: at initialization,
 //   Post-LN ‖∂L̃/∂W^{2,L}‖_F ≤ O(d √(ln d)),   Pre-LN ‖∂L̃/∂W^{2,L}‖_F ≤ O(d √(ln d / L))
-// (REFERENCE.md §1), measured in the theory setting (theory_setting.h) over grids of L and d,
+// (docs/reference.md#theorem-1), measured in the theory setting (theory_setting.h) over grids of L and d,
 // for Post-LN and Pre-LN, with DeepNorm and Post-LN + σReparam as extra columns.
 // Statistics: for every (scheme, d, L) S independent seeds (a fresh model and fresh Gaussian
 // inputs each), B sequences of n tokens per seed; a seed's value is the mean over its B
@@ -63,7 +63,7 @@ Result run_theorem1(const Options& o) {
     Ls.push_back(*o.layers);
   }
   // Quick: small widths (the cost is model construction and init, ∝ d² per layer); --full adds d=512
-  // with REFERENCE.md's n=32 and 20 seeds.
+  // with n=32 and 20 seeds, the setting of the cross-check in the findings.
   std::vector<int64_t> ds = full ? std::vector<int64_t>{128, 256, 512} : std::vector<int64_t>{32, 64, 128};
   if (o.d) ds = {*o.d};
   const int64_t n = o.tokens.value_or(32), S = o.seeds.value_or(full ? 20 : 10), B = 4;
@@ -101,7 +101,7 @@ Result run_theorem1(const Options& o) {
         spec.d_ff = o.d_ff.value_or(ds[id]);
         spec.layers = Ls[iL];
         spec.scheme = cols[c].scheme;
-        spec.sigma_reparam = cols[c].sigma;
+        spec.sigma_reparam = cols[c].sigma_reparam;
         spec.vocab = vocab;
         // Disjoint seeds per grid point (independent means); the schemes share them.
         grid[c][id][iL] = measure_point(spec, o.seed + 1000003ULL * (id * 64 + iL), S, B, n);
@@ -187,25 +187,25 @@ Result run_theorem1(const Options& o) {
       ser[cols[c].key]["slope_d"] = {{"L", Ls[iL]}, {"slope", f.slope}, {"se", f.se}, {"intercept", f.intercept},
                                      {"bound_local_slope", bound_slope}};
       r.near(cols[c].key + "_slope_d",
-             cols[c].label + " L=" + std::to_string(Ls[iL]) + ": d-slope vs the bound's local slope of d√(ln d)",
+             cols[c].title + " L=" + std::to_string(Ls[iL]) + ": d-slope vs the bound's local slope of d√(ln d)",
              bound_slope, f.slope, 4 * f.se, /*theory=*/false);
       r.findings.push_back(fmt::format(
           "{} (L={}): ‖∂L̃/∂W^{{2,L}}‖ grows like d^{:.3f} ± {:.3f} over d = {}…{}, while the bound's order "
           "d√(ln d) has local slope {:.3f} at d ≈ {:.0f}: the bound is an upper bound, not the measured rate "
           "(the proof bounds every one of the d·d_F entries by the largest ReLU feature, but the gradient is a sum of "
           "n rank-one terms with O(1) loss gradients, so its norm scales like √d_F).",
-          cols[c].label, Ls[iL], f.slope, f.se, ds.front(), ds.back(), bound_slope, dbar));
+          cols[c].title, Ls[iL], f.slope, f.se, ds.front(), ds.back(), bound_slope, dbar));
     }
   }
 
-  // ---- findings: values, the extra columns, the mechanism, REFERENCE cross-check -------------
+  // ---- findings: values, the extra columns, the mechanism, an outside cross-check -------------
   for (size_t c = 0; c < cols.size(); ++c)
     for (size_t id = 0; id < ds.size(); ++id) {
       std::string vals;
       for (size_t iL = 0; iL < Ls.size(); ++iL)
         vals += (iL ? ", " : "") + fmt::format("{:.3f}", grid[c][id][iL].grad.mean);
       const auto& f = fitL[c][id];
-      std::string line = fmt::format("{} d={}: ‖∂L̃/∂W^{{2,L}}‖_F = {} for L = {}", cols[c].label, ds[id], vals,
+      std::string line = fmt::format("{} d={}: ‖∂L̃/∂W^{{2,L}}‖_F = {} for L = {}", cols[c].title, ds[id], vals,
                                      fmt::join(Ls, ","));
       if (Ls.size() >= 2) line += fmt::format("; slope vs L {:.3f} ± {:.3f} (SE)", f.slope, f.se);
       if (c < 2) {  // token correlation at the loss: uniform attention adds one shared vector to all tokens
@@ -233,11 +233,11 @@ Result run_theorem1(const Options& o) {
       "The theorem's argument is per token and does not see this; it matters only through the shared softmax "
       "(small-V probe).");
   r.findings.push_back(
-      "Proof gap (noted by the seed): the step Pr[‖x^{post,5}_L‖² ≥ α₀E‖·‖²] ≥ 1 − ε/(1+ε−α₀) applies Markov's "
+      "Proof gap: the step Pr[‖x^{post,5}_L‖² ≥ α₀E‖·‖²] ≥ 1 − ε/(1+ε−α₀) applies Markov's "
       "inequality to B − Y with B = (1+ε)E‖·‖², a bound that holds only with probability 1−δ, so B − Y ≥ 0 is not "
       "almost sure and subtracting δ(ε) does not justify it; the measured norms are unaffected, but the theorem's "
       "probability 0.99 − δ − ε/(0.9+ε) is not proved as stated.");
-  // REFERENCE.md (d=512, n=32, 20 seeds): Post-LN ≈ 2.37 flat, Pre-LN 1.20 1.02 0.87 0.81 0.72 at L=6..14.
+  // An earlier measurement outside stx (d=512, n=32, 20 seeds): Post-LN ≈ 2.37 flat, Pre-LN 1.20 1.02 0.87 0.81 0.72 at L=6..14.
   const std::vector<std::pair<int64_t, double>> ref_pre{{6, 1.20}, {8, 1.02}, {10, 0.87}, {12, 0.81}, {14, 0.72}};
   for (size_t id = 0; id < ds.size(); ++id) {
     if (ds[id] != 512 || n != 32 || o.d_ff) continue;
@@ -248,7 +248,7 @@ Result run_theorem1(const Options& o) {
           post += fmt::format(" L={}: {:.3f} (ref 2.37);", L, grid[0][id][iL].grad.mean);
           pre += fmt::format(" L={}: {:.3f} (ref {:.2f});", L, grid[1][id][iL].grad.mean, v);
         }
-    if (!post.empty()) r.findings.push_back("Cross-check with REFERENCE.md at d=512, n=32: Post-LN" + post + " Pre-LN" + pre);
+    if (!post.empty()) r.findings.push_back("Cross-check with an earlier measurement outside stx at d=512, n=32: Post-LN" + post + " Pre-LN" + pre);
   }
   r.series = ser;
 
@@ -275,7 +275,6 @@ Result run_theorem1(const Options& o) {
     g << "set logscale xy\nset xlabel 'encoder layers L'\nset ylabel '‖∂L/∂W^{2,L}‖_F'\n";
     g << "set xtics (" << fmt::format("{}", fmt::join(Ls, ",")) << ")\nset xrange [" << Ls.front() * 0.8 << ":"
       << Ls.back() * 1.25 << "]\n";
-    const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
     const char* points[] = {"pt 7 ps 0.9", "pt 7 ps 0.9", "pt 7 ps 0.9", "pt 6 ps 1.6"};  // σReparam: open circles
     g << "set key inside bottom left font ',9' spacing 1.1 box opaque\nset offsets 0, 0, 0, graph 0.45\n";
     for (int id = 0; id < panels; ++id) {
@@ -285,9 +284,9 @@ Result run_theorem1(const Options& o) {
         const auto& f = fits[c][id];
         const std::string file = dir + "/theorem1_d" + std::to_string(ds[id]) + ".dat";
         g << (c ? ", " : "") << "'" << file << "' using 1:" << 2 + 2 * c << ":" << 3 + 2 * c << " with yerrorbars "
-          << points[c] << " lc rgb '" << colors[c] << "' notitle";
-        g << ", exp(" << f.intercept << ")*x**(" << f.slope << ") with lines lc rgb '" << colors[c] << "' dt "
-          << (c == 3 ? 3 : 1) << " title '" << cols[c].label << fmt::format(": slope {:.3f} ± {:.3f}", f.slope, f.se) << "'";
+          << points[c] << " lc rgb '" << cols[c].color << "' notitle";
+        g << ", exp(" << f.intercept << ")*x**(" << f.slope << ") with lines lc rgb '" << cols[c].color << "' dt "
+          << (c == 3 ? 3 : 1) << " title '" << cols[c].title << fmt::format(": slope {:.3f} ± {:.3f}", f.slope, f.se) << "'";
       }
       g << "\n";
     }

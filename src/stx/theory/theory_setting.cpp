@@ -10,14 +10,14 @@
 
 namespace stx::theory {
 
-const std::vector<SchemeColumn>& scheme_columns(bool with_post_init) {
-  static const std::vector<SchemeColumn> all{{"post", "Post-LN", Scheme::Post, false},
-                                             {"pre", "Pre-LN", Scheme::Pre, false},
-                                             {"deepnorm", "DeepNorm", Scheme::DeepNorm, false},
-                                             {"post_init", "Post-LN-init", Scheme::PostInit, false},
-                                             {"post_sigma", "Post-LN+σReparam", Scheme::Post, true}};
-  static const std::vector<SchemeColumn> no_init{all[0], all[1], all[2], all[4]};
-  return with_post_init ? all : no_init;
+const std::vector<SchemeRow>& scheme_columns(bool with_post_init) {
+  auto rows = [](SchemeUse u) {
+    std::vector<SchemeRow> out;
+    for (auto* r : schemes_used_by(u)) out.push_back(*r);
+    return out;
+  };
+  static const std::vector<SchemeRow> profile = rows(kUseTheoryProfile), theorem1 = rows(kUseTheory);
+  return with_post_init ? profile : theorem1;
 }
 
 ModelConfig theory_model_config(const TheorySpec& s) {

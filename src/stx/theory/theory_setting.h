@@ -1,5 +1,5 @@
 // stx/theory/theory_setting.h — Xiong et al. (ICML 2020) §3 theory setting, shared by the
-// theorem1 and grad-profile experiments (REFERENCE.md §1):
+// theorem1 and grad-profile experiments (docs/reference.md#theory-setting):
 //   Xavier-normal weights, no biases (the theory's FFN is ReLU(x W¹) W², zero biases), LayerNorm
 //   γ=1 β=0, W^Q = W^K = 0 (uniform attention), ReLU, d_F as given, Gaussian inputs
 //   x_{1,i} ~ N(0, I_d) fed straight into the layers, and the tied-embedding loss
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stx/config/config.h"
+#include "stx/config/schemes.h"
 #include "stx/model/transformer.h"
 
 namespace stx::theory {
@@ -29,14 +30,10 @@ struct TheorySpec {
   double norm_eps = 1e-6;      // the theory's ε → 0; negligible next to ‖x‖²/d ≈ 1
 };
 
-// The columns of the gradient experiments: Post-LN, Pre-LN, DeepNorm, [Post-LN-init,]
-// Post-LN+σReparam (key = JSON series name, label = table/plot name).
-struct SchemeColumn {
-  std::string key, label;
-  Scheme scheme;
-  bool sigma;
-};
-const std::vector<SchemeColumn>& scheme_columns(bool with_post_init);
+// The columns of the gradient experiments, from the scheme table (config/schemes.h): Theorem 1's
+// rows, or the per-layer profile's (which adds Post-LN-init). key = JSON series name, title =
+// table/plot name.
+const std::vector<SchemeRow>& scheme_columns(bool with_post_init);
 
 // The encoder-only ModelConfig of the theory setting.
 ModelConfig theory_model_config(const TheorySpec& s);
