@@ -70,7 +70,7 @@ void register_forward(Registry& reg) {
     if (want_taps)
       for (auto& [name, t] : taps.values())
         if (name != "logits") out.emplace_back(name, t.to(torch::kFloat32));
-    save_safetensors(o->out, out, {{"stx.source_model", o->model}});
+    save_safetensors(o->out, out, {{"stx.source_model", o->model}}, Checksums::On);
     std::cout << "wrote " << o->out << ": logits " << logits.sizes() << (want_taps ? ", " + std::to_string(out.size() - 1) + " taps" : "")
               << "\n";
     return 0;

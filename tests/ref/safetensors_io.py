@@ -154,9 +154,12 @@ def _to_numpy(name, t):
 def save(path, tensors, metadata=None):
     """Write tensors (name -> torch.Tensor | numpy.ndarray) and optional string metadata.
 
-    Written to a temporary name and renamed, so a reader never sees a half-written file.
+    Written to a temporary name and renamed, so a reader never sees a half-written file. The
+    checksums stx stores (stx.crc32c, stx.metadata_crc32c) describe the tensors stx wrote, so a
+    writer of other tensors drops them: metadata copied from an stx file loses those two keys.
     """
     header, chunks, pos = {}, [], 0
+    metadata = {k: v for k, v in (metadata or {}).items() if k not in ("stx.crc32c", "stx.metadata_crc32c")}
     if metadata:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
             raise SafetensorsError("metadata must map strings to strings")

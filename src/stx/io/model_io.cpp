@@ -14,7 +14,7 @@ namespace stx {
 void save_model(const std::string& path, TransformerImpl& model, const Config& cfg) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (auto& [name, t] : model.state()) out.emplace_back(name, t.detach().to(torch::kCPU, torch::kFloat32));
-  save_safetensors(path, out, {{kConfigKey, config_to_json(cfg).dump()}, {kFormatKey, kModelFormat}});
+  save_safetensors(path, out, {{kConfigKey, config_to_json(cfg).dump()}, {kFormatKey, kModelFormat}}, Checksums::On);
 }
 
 void load_state(TransformerImpl& model, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,

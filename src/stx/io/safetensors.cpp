@@ -18,6 +18,7 @@
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
+#include "stx/io/crc32c.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian; this host is not");
 
@@ -27,6 +28,9 @@ namespace {
 using json = nlohmann::json;
 constexpr uint64_t kMaxHeader = 100'000'000;  // bytes of JSON header we are willing to parse
 constexpr size_t kMaxDims = 64;
+// Checksums in __metadata__ (safetensors.h; files without them load unchecked).
+constexpr const char* kTensorCrcKey = "stx.crc32c";
+constexpr const char* kMetaCrcKey = "stx.metadata_crc32c";
 
 const std::vector<std::pair<std::string, c10::ScalarType>> kDtypes = {
     {"F64", torch::kFloat64}, {"F32", torch::kFloat32}, {"F16", torch::kFloat16}, {"BF16", torch::kBFloat16},
@@ -46,6 +50,12 @@ std::string supported_dtypes() {
   for (char& c : msg)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   throw InputError(msg);
+}
+
+std::string dtype_name(c10::ScalarType t) {
+  for (const auto& d : kDtypes)
+    if (d.second == t) return d.first;
+  return "";
 }
 
 std::string range(uint64_t begin, uint64_t end) { return std::to_string(begin) + ".." + std::to_string(end); }
@@ -131,6 +141,22 @@ bool read_at(int fd, void* dst, uint64_t n, uint64_t off) {
   return true;
 }
 
+// The CRC-32C of the metadata's canonical JSON (sorted keys) without kMetaCrcKey.
+std::string metadata_crc(json metadata) {
+  metadata.erase(kMetaCrcKey);
+  const std::string text = metadata.dump();
+  return crc32c_hex(crc32c(text.data(), text.size()));
+}
+
+// The tensor's recorded [crc, dtype, shape] when it is the tensor that was written (same dtype
+// and shape: a tensor replaced by another tool is left to the reader's own checks), else null.
+const json* recorded_crc(const json& crcs, const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape) {
+  if (!crcs.is_object() || !crcs.contains(name)) return nullptr;
+  const json& r = crcs.at(name);
+  if (!r.is_array() || r.size() != 3 || !r[0].is_string() || r[1] != dtype || r[2] != json(shape)) return nullptr;
+  return &r[0];
+}
+
 }  // namespace
 
 const torch::Tensor* SafetensorsFile::find(const std::string& name) const {
@@ -140,10 +166,14 @@ const torch::Tensor* SafetensorsFile::find(const std::string& name) const {
 }
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata, Checksums checksums) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  if (!metadata.empty() || checksums == Checksums::On) header["__metadata__"] = metadata;
+  for (const char* key : {kTensorCrcKey, kMetaCrcKey})
+    if (metadata.count(key)) fail(path, std::string("metadata key '") + key + "' is reserved for stx's checksums");
   std::set<std::string> names;
+  std::vector<torch::Tensor> data;  // contiguous CPU copies, in order
+  json crcs = json::object();
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     const std::string what = "tensor '" + name + "'";
@@ -157,9 +187,16 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     const uint64_t nbytes = t.numel() * t.element_size();
     header[name] = {{"dtype", dt->first}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + nbytes}}};
     offset += nbytes;
+    data.push_back(t.detach().to(torch::kCPU).contiguous());
+    if (checksums == Checksums::On)
+      crcs[name] = json::array({crc32c_hex(crc32c(data.back().data_ptr(), nbytes)), dt->first, t.sizes().vec()});
   }
   std::string text;
   try {
+    if (checksums == Checksums::On) {
+      header["__metadata__"][kTensorCrcKey] = crcs.dump();
+      header["__metadata__"][kMetaCrcKey] = metadata_crc(json::parse(header["__metadata__"].dump()));
+    }
     text = header.dump();
   } catch (const nlohmann::json::exception& e) {  // e.g. a name that is not valid UTF-8
     fail(path, std::string("cannot encode the header: ") + e.what());
@@ -173,10 +210,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     const uint64_t n = text.size();
     out.write(reinterpret_cast<const char*>(&n), 8);  // little-endian host (static_assert above)
     out.write(text.data(), static_cast<std::streamsize>(n));
-    for (const auto& [name, t] : tensors) {
-      torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    for (const auto& c : data)
       if (c.numel() > 0) out.write(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
-    }
     out.close();
     if (!out) fail(path, "cannot write " + tmp + ": " + std::strerror(errno));
   });
@@ -221,6 +256,21 @@ SafetensorsFile load_safetensors(const std::string& path) {
   }
   if (!header.is_object()) fail(path, "header is not a JSON object");
   if (!duplicate.empty()) fail(path, "header names '" + duplicate + "' twice");
+  json crcs;  // name → [crc, dtype, shape], when the file has checksums
+  if (header.contains("__metadata__") && header["__metadata__"].is_object() && header["__metadata__"].contains(kMetaCrcKey)) {
+    const json& m = header["__metadata__"];
+    const auto now = metadata_crc(m);
+    if (m[kMetaCrcKey] != now)
+      fail(path, "the metadata fails its CRC-32C check (stored " + m[kMetaCrcKey].dump() + ", computed \"" + now +
+                     "\"): the file is corrupt");
+    if (m.contains(kTensorCrcKey)) {
+      try {
+        crcs = json::parse(m[kTensorCrcKey].get<std::string>());
+      } catch (const json::exception&) {
+        fail(path, "metadata 'stx.crc32c' is not a JSON string of checksums");
+      }
+    }
+  }
 
   SafetensorsFile out;
   std::vector<Entry> entries;
@@ -233,7 +283,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     if (!value.is_object()) fail(path, "\"__metadata__\" must be an object of strings");
     for (const auto& [k, v] : value.items()) {
       if (!v.is_string()) fail(path, "\"__metadata__\" value for '" + k + "' is not a string");
-      out.metadata[k] = v.get<std::string>();
+      if (k != kTensorCrcKey && k != kMetaCrcKey) out.metadata[k] = v.get<std::string>();  // checked here, not returned
     }
   }
 
@@ -258,6 +308,13 @@ SafetensorsFile load_safetensors(const std::string& path) {
     }
     if (e.end > e.begin && !read_at(f.fd, t.data_ptr(), e.end - e.begin, data_start + e.begin))
       fail(path, "cannot read the data of tensor '" + e.name + "'");
+    if (const json* want = recorded_crc(crcs, e.name, dtype_name(e.dtype), e.shape)) {
+      const auto now = crc32c_hex(crc32c(t.data_ptr(), e.end - e.begin));
+      if (*want != now)
+        fail(path, "tensor '" + e.name + "' fails its CRC-32C check (stored " + want->dump() + ", computed \"" + now +
+                       "\"): the file is corrupt, or another tool rewrote the tensor and kept stx's checksums (drop the "
+                       "metadata keys stx.crc32c and stx.metadata_crc32c to load it unchecked)");
+    }
     if (e.dtype == torch::kBool) {
       const auto* b = static_cast<const unsigned char*>(t.data_ptr());
       if (std::any_of(b, b + (e.end - e.begin), [](unsigned char c) { return c > 1; }))
