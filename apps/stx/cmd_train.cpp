@@ -4,12 +4,12 @@
 // 128+signal after a clean stop on SIGINT/SIGTERM (checkpoint written).
 // Data parallel: --nproc N starts N local workers (parallel/launcher.h); a process started with
 // torchrun's variables (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT) is one worker of a job.
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "command.h"
 #include "stx/core/error.h"
+#include "stx/core/run_dir.h"
 #include "stx/core/runtime.h"
 #include "stx/parallel/launcher.h"
 #include "stx/config/config_io.h"
@@ -21,7 +21,7 @@ void register_train(Registry& reg) {
   struct Opts {
     ConfigOptions cfg;
     std::string out;
-    bool resume = false, quiet = false;
+    bool resume = false, resume_prev = false, quiet = false;
     int nproc = 1;
   };
   auto o = std::make_shared<Opts>();
@@ -29,36 +29,36 @@ void register_train(Registry& reg) {
   o->cfg.add_to(sub, /*config_required=*/false);
   sub->add_option("--out", o->out, "run directory (config, checkpoints, metrics.jsonl, SentencePiece models)")->required();
   sub->add_flag("--resume", o->resume, "continue the run in --out from its last checkpoint (exactly)");
+  sub->add_flag("--resume-prev", o->resume_prev,
+                "continue from the checkpoint before the last (checkpoint_prev), when the last is corrupt; the last is kept "
+                "as checkpoint_last.corrupt.safetensors");
   sub->add_flag("--quiet", o->quiet, "no progress output");
   sub->add_option("--nproc", o->nproc, "data parallel: start N local worker processes (c10d, Gloo), N·update_freq batches per update")
       ->check(CLI::Range(1, 256));
   reg.add(sub, [o] {
     TrainOptions t;
+    if (o->resume_prev) o->resume = true;
     if (o->resume && o->cfg.config.empty()) {
       // Resume with the run's own config (plus any --set overrides).
       t.config = resolve_config(o->out + "/config.yaml", o->cfg.overrides);
     } else {
       t.config = resolve_config(o->cfg.config, o->cfg.overrides);
     }
-    t.run_dir = o->out, t.resume = o->resume, t.quiet = o->quiet;
+    t.run_dir = o->out, t.resume = o->resume, t.resume_prev = o->resume_prev, t.quiet = o->quiet;
     use_default_threads(t.config.model.d_model, t.config.train.max_tokens);  // unless STX_THREADS (--nproc, sweep --jobs, the user)
     t.world = parallel::env_from_environment();
     if (t.world && o->nproc > 1)
       throw InputError("--nproc starts local workers, but this process is already worker " + std::to_string(t.world->rank) +
                        " of a job of " + std::to_string(t.world->world_size) + " (WORLD_SIZE is set); drop one of them");
     if (o->nproc > 1) {
-      // Refuse what every worker would refuse, before starting any of them.
-      const bool has = std::filesystem::exists(o->out + "/checkpoint_last.safetensors");
-      if (!o->resume && has)
-        throw InputError(o->out + " already holds a run (checkpoint_last.safetensors); pass --resume to continue it or choose another --out");
-      if (o->resume && !has) throw InputError("--resume: " + o->out + " has no checkpoint_last.safetensors to resume from");
+      RunDir(o->out).check_start(o->resume, o->resume_prev);  // what every worker would refuse, before starting any
       parallel::LaunchOptions l;
       l.exe = "/proc/self/exe", l.nproc = o->nproc, l.run_dir = o->out;
       l.grace = std::chrono::seconds(10);  // after a failure; safe: checkpoints are written atomically
       l.args = {"train", "--out", o->out};
       if (!o->cfg.config.empty()) l.args.insert(l.args.end(), {"--config", o->cfg.config});
       for (auto& kv : o->cfg.overrides) l.args.insert(l.args.end(), {"--set", kv});
-      if (o->resume) l.args.push_back("--resume");
+      if (o->resume) l.args.push_back(o->resume_prev ? "--resume-prev" : "--resume");
       if (o->quiet) l.args.push_back("--quiet");
       return parallel::launch_local(l);
     }

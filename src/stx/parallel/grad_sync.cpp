@@ -1,7 +1,10 @@
 // stx/parallel/grad_sync.cpp — see grad_sync.h.
 #include "stx/parallel/grad_sync.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <map>
+#include <mutex>
 
 #include "stx/core/error.h"
 
@@ -129,6 +132,24 @@ void broadcast_from_main(World& world, const std::vector<torch::Tensor>& tensors
       off += t.numel();
     }
   }
+}
+
+void broadcast_module(World& world, torch::nn::Module& module) {
+  std::vector<torch::Tensor> all;
+  for (auto& p : module.parameters()) all.push_back(p);
+  for (auto& b : module.buffers()) all.push_back(b);
+  broadcast_from_main(world, all);
+}
+
+std::vector<torch::Tensor> other_ranks_generator_states(World& world) {
+  torch::Tensor mine;
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    mine = gen.get_state();
+  }
+  auto all = world.all_gather(mine);
+  return {all.begin() + 1, all.end()};
 }
 
 }  // namespace stx::parallel

@@ -57,5 +57,11 @@ class GradSync {
 // Overwrites every rank's tensors (parameters, buffers) with rank 0's: one flattened broadcast
 // per dtype, as DDP does when it wraps a module.
 void broadcast_from_main(World& world, const std::vector<torch::Tensor>& tensors);
+// The same for every parameter and buffer of a module.
+void broadcast_module(World& world, torch::nn::Module& module);
+
+// Collective: the default CPU generator states of ranks 1…N−1 (for rank 0's checkpoint, so that
+// every rank resumes its own random stream).
+std::vector<torch::Tensor> other_ranks_generator_states(World& world);
 
 }  // namespace stx::parallel

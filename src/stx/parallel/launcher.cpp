@@ -16,6 +16,7 @@
 
 #include "stx/core/child_process.h"
 #include "stx/core/error.h"
+#include "stx/core/run_dir.h"
 #include "stx/core/runtime.h"
 #include "stx/core/signals.h"
 
@@ -53,7 +54,7 @@ int launch_local(const LaunchOptions& o) {
   if (ec) throw InputError("cannot create the run directory " + o.run_dir + ": " + ec.message());
   auto log_of = [&](int r) { return (fs::path(o.run_dir) / ("worker-" + std::to_string(r) + ".log")).string(); };
   auto checkpoint_note = [&]() -> std::string {
-    return fs::exists(fs::path(o.run_dir) / "checkpoint_last.safetensors")
+    return RunDir(o.run_dir).holds_run()
                ? "the last checkpoint in " + o.run_dir + " is intact (resume with --resume)"
                : "no checkpoint had been written";
   };

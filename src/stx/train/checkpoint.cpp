@@ -9,6 +9,7 @@
 #include <set>
 
 #include "stx/core/error.h"
+#include "stx/core/run_dir.h"
 #include "stx/config/config_io.h"
 #include "stx/io/model_io.h"
 #include "stx/io/safetensors.h"
@@ -44,7 +45,8 @@ void save_checkpoint(const std::string& path, TransformerImpl& model, const Opti
   }
   for (size_t r = 0; r < rank_rngs.size(); ++r) out.emplace_back("rng.rank" + std::to_string(r + 1), rank_rngs[r].to(torch::kCPU));
   save_safetensors(path, out,
-                   {{kFormatKey, kCheckpointFormat}, {kConfigKey, config_to_json(cfg).dump()}, {kTrainKey, train_state.dump()}});
+                   {{kFormatKey, kCheckpointFormat}, {kConfigKey, config_to_json(cfg).dump()}, {kTrainKey, train_state.dump()}},
+                   Checksums::On);
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
@@ -111,6 +113,24 @@ void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer&
   gen.set_state(rng);
 }
 
+Checkpoint read_last_checkpoint(const RunDir& dir, const std::string& why) {
+  try {
+    return read_checkpoint(dir.last());
+  } catch (const InputError& e) {
+    std::string note;
+    if (dir.has_prev()) {
+      try {
+        const auto prev = read_checkpoint(dir.prev());
+        note = "; " + dir.prev() + " (step " + std::to_string(prev.train_state.value("step", int64_t{0})) +
+               ") is intact: continue from it with --resume-prev";
+      } catch (const InputError&) {
+        note = "; " + dir.prev() + " is not readable either";
+      }
+    }
+    throw InputError(why + e.what() + note);
+  }
+}
+
 std::string resume_incompatibility(const Config& saved, const Config& now) {
   // Keys that do not change the trajectory of accepted updates (stopping, logging, the guard's
   // policy and what validation reports).
@@ -119,14 +139,8 @@ std::string resume_incompatibility(const Config& saved, const Config& now) {
                                                 "train.spike_zscore",  "train.max_skips",    "train.max_rollbacks",
                                                 "train.rollback_lr_factor", "train.valid_bleu_sentences",
                                                 "train.bucket_mb",     "train.dist_timeout_s"};
-  const nlohmann::json a = config_to_json(saved), b = config_to_json(now);
-  for (const std::string& key : config_keys()) {  // declaration order: model, train, data
-    if (may_differ.count(key)) continue;
-    const auto dot = key.find('.');
-    const auto& va = a.at(key.substr(0, dot)).at(key.substr(dot + 1));
-    const auto& vb = b.at(key.substr(0, dot)).at(key.substr(dot + 1));
-    if (va != vb) return key + " is " + value_text(va) + " in the checkpoint but " + value_text(vb) + " now";
-  }
+  const auto d = config_diff(config_to_json(saved), config_to_json(now), may_differ);
+  if (d) return d->key + " is " + value_text(d->stored) + " in the checkpoint but " + value_text(d->now) + " now";
   return "";
 }
 

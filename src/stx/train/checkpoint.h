@@ -11,6 +11,7 @@
 #include <string>
 
 #include "stx/config/config.h"
+#include "stx/core/run_dir.h"
 #include "stx/model/transformer.h"
 #include "stx/train/optimizer.h"
 
@@ -33,6 +34,10 @@ struct Checkpoint {
 // Reads and checks a checkpoint: not a safetensors file, a wrong or missing stx.format, bad
 // JSON metadata or a missing rng.torch are InputErrors (one line naming the file and problem).
 Checkpoint read_checkpoint(const std::string& path);
+
+// The run's checkpoint_last, read and verified. When it is corrupt, the InputError (prefixed
+// with `why`) says whether checkpoint_prev is intact, and at which step.
+Checkpoint read_last_checkpoint(const RunDir& dir, const std::string& why = "");
 
 // Restores model weights, optimizer state and the CPU generator (rank `rank`'s) from `ck`
 // (shapes checked: InputError naming the tensor).

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "stx/core/error.h"
+#include "stx/core/run_dir.h"
 #include "stx/io/model_io.h"
 #include "stx/train/checkpoint.h"
 
@@ -15,9 +16,12 @@ RunModel open_run(const std::string& run_dir, const std::string& which) {
   if (which != "best" && which != "last")
     throw InputError("--checkpoint '" + which + "' is not one of: best, last");
   if (!fs::is_directory(run_dir)) throw InputError("run directory " + run_dir + " does not exist");
-  auto path = (fs::path(run_dir) / ("checkpoint_" + which + ".safetensors")).string();
-  if (which == "best" && !fs::exists(path)) path = (fs::path(run_dir) / "checkpoint_last.safetensors").string();
-  if (!fs::exists(path)) throw InputError(run_dir + " has no checkpoint (checkpoint_" + which + ".safetensors); is it a run directory of `stx train`?");
+  const RunDir dir(run_dir);
+  auto path = which == "best" ? dir.best() : dir.last();
+  if (which == "best" && !fs::exists(path)) path = dir.last();
+  if (!fs::exists(path))
+    throw InputError(run_dir + " has no checkpoint (" + (which == "best" ? RunDir::kBest : RunDir::kLast) +
+                     "); is it a run directory of `stx train`?");
   auto ck = read_checkpoint(path);
   RunModel r;
   r.config = ck.config;

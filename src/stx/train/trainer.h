@@ -1,9 +1,8 @@
 // stx/train/trainer.h — `stx train`: the training loop on a real corpus with the papers'
 // stability diagnostics logged as it trains (docs/training.md, docs/metrics.md).
 //
-// A run directory holds config.yaml, the SentencePiece model(s) spm.{src,tgt}.model,
-// metrics.jsonl, checkpoint_last.safetensors, checkpoint_best.safetensors (lowest validation
-// loss) and probe.safetensors (the ΔF probe batch's F(x, θ₀)). Every file is written atomically.
+// The run directory's files are listed in core/run_dir.h; every file is written atomically, and
+// the checkpoint before the last is kept as checkpoint_prev.safetensors.
 // Per update (Vaswani et al. 2017; fairseq semantics):
 //   loss = Σ_batches Σ_t label-smoothed loss / Σ target tokens  over train.update_freq batches
 //   clip ‖g‖₂ to train.clip_norm, optimizer step with lr = schedule(step)·lr_scale
@@ -25,7 +24,8 @@ namespace stx {
 struct TrainOptions {
   Config config;        // resolved and validated (model.vocab_size is replaced by the tokenizer's)
   std::string run_dir;  // created if absent
-  bool resume = false;  // continue from run_dir/checkpoint_last.safetensors
+  bool resume = false;       // continue from run_dir/checkpoint_last.safetensors
+  bool resume_prev = false;  // with resume: from checkpoint_prev (the last is kept as checkpoint_last.corrupt)
   bool quiet = false;   // no progress line / log lines on stderr
   std::optional<parallel::Env> world;  // a worker of a data-parallel job (torchrun's variables)
 };
