@@ -10,7 +10,8 @@
 
 #include "stx/core/error.h"
 #include "stx/config/config_io.h"
-#include "stx/sweep/sweep_plan.h"
+#include "stx/config/schemes.h"
+#include "stx/grid/grid_plan.h"
 
 namespace stx::collapse {
 
@@ -37,20 +38,22 @@ const std::set<std::string>& own_keys() {
 
 }  // namespace
 
+// The scheme table's collapse rows (config/schemes.h): every Adam arm, then every SGD arm. Each
+// arm fixes model.norm = layernorm unless its row says otherwise.
 const std::vector<Arm>& all_arms() {
-  static const std::vector<Arm> a{
-      {"post", "Post-LN, Adam", false, {"model.scheme=post", "model.norm=layernorm", "model.sigma_reparam=false", "train.optimizer=adam"}},
-      {"pre", "Pre-LN, Adam", false, {"model.scheme=pre", "model.norm=layernorm", "model.sigma_reparam=false", "train.optimizer=adam"}},
-      {"post-sgd", "Post-LN, SGD", true, {"model.scheme=post", "model.norm=layernorm", "model.sigma_reparam=false", "train.optimizer=sgd"}},
-      {"sigma-post", "σReparam + Post-LN, Adam", false,
-       {"model.scheme=post", "model.norm=layernorm", "model.sigma_reparam=true", "train.optimizer=adam"}},
-      {"sigma-nonorm", "σReparam, no norm, Adam", false,
-       {"model.scheme=post", "model.norm=none", "model.sigma_reparam=true", "train.optimizer=adam"}},
-      {"sigma-post-sgd", "σReparam + Post-LN, SGD", true,
-       {"model.scheme=post", "model.norm=layernorm", "model.sigma_reparam=true", "train.optimizer=sgd"}},
-      {"sigma-nonorm-sgd", "σReparam, no norm, SGD", true,
-       {"model.scheme=post", "model.norm=none", "model.sigma_reparam=true", "train.optimizer=sgd"}},
-  };
+  static const std::vector<Arm> a = [] {
+    std::vector<Arm> out;
+    for (const bool sgd : {false, true})
+      for (auto* r : schemes_used_by(sgd ? kUseCollapseSgd : kUseCollapse)) {
+        const auto& title = r->arm_title.empty() ? r->title : r->arm_title;
+        Arm arm{r->arm + (sgd ? "-sgd" : ""), title + (sgd ? ", SGD" : ", Adam"), sgd, {"model.norm=layernorm"},
+                sgd ? r->sgd_color : r->color};
+        for (auto& o : r->overrides()) arm.overrides.push_back(o);
+        arm.overrides.push_back(sgd ? "train.optimizer=sgd" : "train.optimizer=adam");
+        out.push_back(arm);
+      }
+    return out;
+  }();
   return a;
 }
 
@@ -121,23 +124,13 @@ CollapsePlan make_plan(const std::string& config_path, const std::vector<std::st
   for (auto& n : arms) p.arms.push_back(find_arm(n));
   p.multipliers = multipliers, p.steps = steps, p.sgd_lr = sgd_lr, p.threshold = threshold, p.spike_nats = spike_nats;
   p.quick = quick;
-  for (auto& o : overrides) {
-    const auto key = o.substr(0, o.find('='));
-    if (own_keys().count(key))
-      throw InputError("--set " + o + ": the experiment sets " + key + " itself for every run (see stx experiment entropy-collapse --help)");
-  }
+  grid::refuse_own_keys(overrides, own_keys(), "the experiment", "see stx experiment entropy-collapse --help");
   if (p.base.model.arch == Arch::Encoder)
     throw InputError("--config " + config_path + ": the experiment trains a decoder or encoder-decoder model (model.arch is encoder)");
+  std::vector<grid::PlannedRun> runs;
   for (auto& a : p.arms)
-    for (double m : multipliers) {
-      Config c = p.base;
-      for (auto& o : run_overrides(p, a, m)) apply_override(c, o);
-      try {
-        validate(c);
-      } catch (const InputError& e) {
-        throw InputError("run " + run_name(a, m) + ": " + e.what());
-      }
-    }
+    for (double m : multipliers) runs.push_back({run_name(a, m), run_overrides(p, a, m)});
+  grid::validate_runs(p.base, runs);
   return p;
 }
 
@@ -154,7 +147,7 @@ std::string plan_mismatch(const nlohmann::json& stored, const CollapsePlan& p) {
     return "its experiment_plan.json lacks \"steps\", \"sgd_lr\" or \"config\"";
   if (stored["steps"] != p.steps) return fmt::format("it was run with --steps {}, not {}", stored["steps"].dump(), p.steps);
   if (stored["sgd_lr"] != p.sgd_lr) return fmt::format("it was run with --sgd-lr {}, not {}", stored["sgd_lr"].dump(), p.sgd_lr);
-  return sweep::config_mismatch(stored["config"], p.base, own_keys());
+  return grid::config_mismatch(stored["config"], p.base, own_keys());
 }
 
 }  // namespace stx::collapse

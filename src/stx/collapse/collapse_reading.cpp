@@ -31,7 +31,7 @@ std::optional<double> lowest_layer_entropy(const nlohmann::json& record) {
   return lo;
 }
 
-Reading read_collapse(const std::vector<nlohmann::json>& records, const sweep::RunResult& r, double threshold,
+Reading read_collapse(const std::vector<nlohmann::json>& records, const grid::RunResult& r, double threshold,
                       double spike_nats) {
   Reading out;
   std::optional<double> best_loss;
@@ -58,7 +58,7 @@ Reading read_collapse(const std::vector<nlohmann::json>& records, const sweep::R
     if (!out.spike_step && best_loss && (!std::isfinite(loss) || loss > *best_loss + spike_nats)) out.spike_step = step;
     if (std::isfinite(loss)) best_loss = best_loss ? std::min(*best_loss, loss) : loss;
   }
-  if (r.outcome == sweep::Outcome::Diverged) out.failure_step = r.step, out.failure = "diverged (" + sweep::short_cause(r.cause) + ")";
+  if (r.outcome == grid::Outcome::Diverged) out.failure_step = r.step, out.failure = "diverged (" + grid::short_cause(r.cause) + ")";
   if (out.spike_step && (!out.failure_step || *out.spike_step < *out.failure_step))
     out.failure_step = out.spike_step, out.failure = "loss spike";
   if (out.failure_step)

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "stx/sweep/run_status.h"
+#include "stx/grid/run_status.h"
 
 namespace stx::collapse {
 
@@ -34,7 +34,7 @@ struct Reading {
 };
 
 // `r` is the run's state (run_status.h): outcome, divergence step and cause.
-Reading read_collapse(const std::vector<nlohmann::json>& records, const sweep::RunResult& r, double threshold,
+Reading read_collapse(const std::vector<nlohmann::json>& records, const grid::RunResult& r, double threshold,
                       double spike_nats);
 
 // H_min of one metrics line (nullopt without attention entropy).

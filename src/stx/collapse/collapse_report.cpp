@@ -15,7 +15,7 @@
 namespace stx::collapse {
 
 namespace fs = std::filesystem;
-using sweep::Outcome;
+using grid::Outcome;
 
 namespace {
 
@@ -24,8 +24,8 @@ std::string step(const std::optional<int64_t>& v) { return v ? std::to_string(*v
 
 std::string outcome_text(const Entry& e) {
   if (!e.skipped.empty()) return "not run";
-  if (e.run.outcome == Outcome::Diverged) return fmt::format("diverged @ {} ({})", e.run.step, sweep::short_cause(e.run.cause));
-  return sweep::to_string(e.run.outcome);
+  if (e.run.outcome == Outcome::Diverged) return fmt::format("diverged @ {} ({})", e.run.step, grid::short_cause(e.run.cause));
+  return grid::to_string(e.run.outcome);
 }
 
 // The measured relation between collapse and failure over the ended runs.
@@ -76,7 +76,7 @@ std::string markdown(const std::string& command, const CollapsePlan& p, const st
       if (e.arm.name != a.name || !e.run.ended()) continue;
       run += (run.empty() ? "" : ", ") + fmt::format("{:.3g}", e.lr);
       if (first_fail.empty() && e.run.outcome != Outcome::Converged)
-        first_fail = fmt::format("{:.3g}: {}", e.lr, e.run.outcome == Outcome::Diverged ? outcome_text(e) : sweep::to_string(e.run.outcome));
+        first_fail = fmt::format("{:.3g}: {}", e.lr, e.run.outcome == Outcome::Diverged ? outcome_text(e) : grid::to_string(e.run.outcome));
     }
     md << fmt::format("| {} | {} | {} | {} |\n", a.title, run, trained_range(es, a.name), first_fail.empty() ? "none" : first_fail);
   }
@@ -106,7 +106,7 @@ std::string markdown(const std::string& command, const CollapsePlan& p, const st
                                     : "",
                       step(g.collapse_step), g.failure_step ? fmt::format("{} @ {}", g.failure, *g.failure_step) : "",
                       e.run.ended() ? g.relation : "", num(g.max_sigma_kq, "{:.3g}"), num(g.min_bound_gap, "{:.3g}"),
-                      e.run.seconds > 0 ? sweep::duration_text(e.run.seconds) : "");
+                      e.run.seconds > 0 ? grid::duration_text(e.run.seconds) : "");
   }
   md << "\nmin(Ent − bound): the smallest margin, over logged steps and layers, of the measured head-averaged entropy over "
         "Zhai et al.'s Theorem 3.1 lower bound computed from the layer's own ‖W_K W_Qᵀ‖₂ and ‖XXᵀ‖₂ on the probe batch "
@@ -135,7 +135,7 @@ void write_report(const std::string& dir, const std::string& command, const Coll
   for (auto& e : es) {
     auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
     runs.push_back({{"run", run_name(e.arm, e.multiplier)}, {"arm", e.arm.name}, {"multiplier", e.multiplier}, {"lr", e.lr},
-                    {"outcome", e.skipped.empty() ? sweep::to_string(e.run.outcome) : "not-run"}, {"skipped", e.skipped},
+                    {"outcome", e.skipped.empty() ? grid::to_string(e.run.outcome) : "not-run"}, {"skipped", e.skipped},
                     {"step", e.run.step}, {"cause", e.run.cause}, {"valid_loss", opt(e.run.valid_loss)},
                     {"seconds", e.run.seconds}, {"reading", to_json(e.reading)}});
   }

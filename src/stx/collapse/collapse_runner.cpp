@@ -7,25 +7,25 @@
 #include <fstream>
 #include <iostream>
 
-#include "stx/core/atomic_file.h"
-#include "stx/core/error.h"
 #include "stx/collapse/collapse_figures.h"
 #include "stx/collapse/collapse_report.h"
-#include "stx/report/metrics_log.h"
-#include "stx/sweep/sweep_report.h"
-#include "stx/sweep/grid_dir.h"
-#include "stx/sweep/train_child.h"
+#include "stx/core/atomic_file.h"
+#include "stx/core/error.h"
 #include "stx/core/signals.h"
+#include "stx/grid/grid_dir.h"
+#include "stx/grid/grid_runner.h"
+#include "stx/grid/train_child.h"
+#include "stx/report/metrics_log.h"
 
 namespace stx::collapse {
 
 namespace fs = std::filesystem;
-using sweep::Outcome;
+using grid::Outcome;
 
 namespace {
 
 void prepare_out(const ExperimentOptions& o) {
-  sweep::prepare_grid_dir({o.out, "experiment_plan.json", "an experiment", "--config/--set/--steps/--sgd-lr"}, plan_json(o.plan),
+  grid::prepare_grid_dir({o.out, "experiment_plan.json", "an experiment", "--config/--set/--steps/--sgd-lr"}, plan_json(o.plan),
                           [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
@@ -45,7 +45,7 @@ std::string result_text(const Entry& e) {
   switch (r.outcome) {
     case Outcome::Converged:
     case Outcome::Stalled:
-      s = sweep::to_string(r.outcome) + (r.valid_loss ? fmt::format("  valid loss {:.4f}", *r.valid_loss) : "");
+      s = grid::to_string(r.outcome) + (r.valid_loss ? fmt::format("  valid loss {:.4f}", *r.valid_loss) : "");
       break;
     case Outcome::Diverged: s = fmt::format("diverged at step {}: {}", r.step, r.cause); break;
     case Outcome::Failed: return "failed (" + r.cause + "); rerun to retry";
@@ -55,7 +55,7 @@ std::string result_text(const Entry& e) {
   const auto& g = e.reading;
   if (g.min_entropy) s += fmt::format("  lowest layer entropy {:.3f} @ {}", *g.min_entropy, g.min_entropy_step);
   s += g.collapse_step ? fmt::format("  collapsed @ {}", *g.collapse_step) : "";
-  return s + (r.seconds > 0 ? "  " + sweep::duration_text(r.seconds) : "");
+  return s + (r.seconds > 0 ? "  " + grid::duration_text(r.seconds) : "");
 }
 
 class Runner {
@@ -69,38 +69,44 @@ class Runner {
     for (auto& a : p.arms)
       for (double m : p.multipliers) {
         Entry e{a, m, run_lr(p, a, m)};
-        e.run = sweep::read_run(dir_of(e), a.name, 0, p.steps);
+        e.run = grid::read_run(dir_of(e), a.name, 0, p.steps);
         e.run.name = run_name(a, m);
         reread(e);
         entries_.push_back(e);
       }
     figures_ = existing_figures(o_.out, p, entries_);
     const size_t total = entries_.size();
-    for (size_t i = 0; i < total; ++i) {
+    auto tag = [&](size_t i) { return fmt::format("[{}/{}] {} (lr {:.3g})", i + 1, total, entries_[i].run.name, entries_[i].lr); };
+    grid::RunnerHooks h;
+    h.skip = [&](size_t i) -> std::string {  // one run at a time: the ladder reads the runs below
       auto& e = entries_[i];
-      const auto tag = fmt::format("[{}/{}] {} (lr {:.3g})", i + 1, total, e.run.name, e.lr);
       if (auto why = lower_blocks(i); !why.empty() && !e.run.ended()) {
         e.skipped = why;
-        std::cout << tag << ": not run: " << why << std::endl;
+        std::cout << tag(i) << ": not run: " << why << std::endl;
         write_report(o_.out, o_.command, p, entries_, figures_);
-        continue;
+        return why;
       }
       if (e.run.ended()) {
-        std::cout << tag << ": " << result_text(e) << " (done before)" << std::endl;
-        continue;
+        std::cout << tag(i) << ": " << result_text(e) << " (done before)" << std::endl;
+        return "done before";
       }
-      if (int sig = stop_signal()) return stop(sig);
-      sweep::TrainChild c;
-      c.exe = o_.exe, c.dir = dir_of(e), c.tag = tag, c.steps = p.steps, c.quiet = o_.quiet, c.who = "stx experiment";
+      return "";
+    };
+    h.run = [&](size_t i) {
+      auto& e = entries_[i];
+      grid::TrainChild c;
+      c.exe = o_.exe, c.dir = dir_of(e), c.tag = tag(i), c.steps = p.steps, c.quiet = o_.quiet, c.who = "stx experiment";
       c.fresh_args = {"--config", p.config_path};
       for (auto& s : p.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
       for (auto& s : run_overrides(p, e.arm, e.multiplier)) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
-      e.run = sweep::run_train_child(c, e.run);
-      reread(e);
-      std::cout << tag << ": " << result_text(e) << std::endl;
-      if (int sig = stop_signal()) return stop(sig);
-      write_report(o_.out, o_.command, p, entries_, figures_);
-    }
+      e.run = grid::run_train_child(c, e.run);
+    };
+    h.ended = [&](size_t i) {
+      reread(entries_[i]);
+      std::cout << tag(i) << ": " << result_text(entries_[i]) << std::endl;
+      if (!stop_signal()) write_report(o_.out, o_.command, p, entries_, figures_);
+    };
+    if (int sig = grid::run_grid(total, 1, h)) return stop(sig);
     draw();
     write_report(o_.out, o_.command, p, entries_, figures_);
     int failed = 0, diverged = 0, collapsed = 0, ended = 0;

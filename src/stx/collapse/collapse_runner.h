@@ -10,7 +10,7 @@
 
 #include "stx/collapse/collapse_plan.h"
 #include "stx/collapse/collapse_reading.h"
-#include "stx/sweep/run_status.h"
+#include "stx/grid/run_status.h"
 
 namespace stx::collapse {
 
@@ -18,7 +18,7 @@ namespace stx::collapse {
 struct Entry {
   Arm arm;
   double multiplier = 1, lr = 0;
-  sweep::RunResult run;
+  grid::RunResult run;
   Reading reading;
   std::string skipped;  // non-empty: not run, and why ("a lower learning rate diverged")
 };

@@ -2,6 +2,8 @@
 // stored in safetensors metadata, and validation. Every error is an InputError naming the key,
 // the value and what is allowed.
 #pragma once
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,5 +35,14 @@ std::string config_to_yaml(const Config& cfg);
 
 // All keys, "section.key", in declaration order (for messages and docs).
 std::vector<std::string> config_keys();
+
+// The first key (declaration order) outside `ignored` whose value differs between two configs
+// in config_to_json form; a key `stored` lacks (newer than it) passes.
+struct ConfigDifference {
+  std::string key;
+  nlohmann::json stored, now;
+};
+std::optional<ConfigDifference> config_diff(const nlohmann::json& stored, const nlohmann::json& now,
+                                            const std::set<std::string>& ignored = {});
 
 }  // namespace stx

@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "stx/sweep/run_status.h"
+#include "stx/grid/run_status.h"
 #include "stx/sweep/sweep_plan.h"
 
 namespace stx::sweep {
+
+using grid::Outcome;
+using grid::RunResult;
 
 // Draws the figures; returns their paths relative to dir ("figures/loss_L6.png", …).
 std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, const std::vector<RunResult>& runs,

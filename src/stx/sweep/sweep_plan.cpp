@@ -7,7 +7,9 @@
 #include <set>
 
 #include "stx/core/error.h"
+#include "stx/grid/grid_plan.h"
 #include "stx/config/config_io.h"
+#include "stx/config/schemes.h"
 
 namespace stx::sweep {
 
@@ -26,33 +28,23 @@ std::vector<std::string> split(const std::string& text) {
   }
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 // Keys every run sets itself: a difference in the base config there changes no run.
 const std::set<std::string>& sweep_keys() {
-  static const std::set<std::string> k{"train.max_steps", "model.scheme", "model.sigma_reparam", "model.encoder_layers",
-                                       "model.decoder_layers"};
+  static const std::set<std::string> k = [] {
+    std::set<std::string> keys{"train.max_steps", "model.encoder_layers", "model.decoder_layers"};
+    for (auto* r : schemes_used_by(kUseSweep))
+      for (auto& o : r->overrides()) keys.insert(o.substr(0, o.find('=')));
+    return keys;
+  }();
   return k;
 }
 
 }  // namespace
 
-const std::vector<std::string>& scheme_names() {
-  static const std::vector<std::string> n{"post", "post-init", "pre", "deepnorm", "sigma"};
-  return n;
-}
-
-std::string scheme_title(const std::string& name) {
-  if (name == "post") return "Post-LN";
-  if (name == "post-init") return "Post-LN-init";
-  if (name == "pre") return "Pre-LN";
-  if (name == "deepnorm") return "DeepNorm";
-  if (name == "sigma") return "Post-LN + σReparam";
-  return name;
+const SchemeRow& scheme_row(const std::string& name) {
+  const auto* r = find_scheme(name, kUseSweep);
+  if (!r) throw InputError("unknown sweep scheme '" + name + "' (allowed: " + scheme_names_text(kUseSweep) + ")");
+  return *r;
 }
 
 std::vector<int64_t> parse_depths(const std::string& text) {
@@ -78,9 +70,9 @@ std::vector<int64_t> parse_depths(const std::string& text) {
 std::vector<std::string> parse_schemes(const std::string& text) {
   std::vector<std::string> out;
   for (auto& item : split(text)) {
-    const auto& names = scheme_names();
-    if (std::find(names.begin(), names.end(), item) == names.end())
-      throw InputError("--schemes '" + text + "': unknown scheme '" + item + "' (allowed: " + join(names) + ")");
+    if (!find_scheme(item, kUseSweep))
+      throw InputError("--schemes '" + text + "': unknown scheme '" + item + "' (allowed: " + scheme_names_text(kUseSweep) +
+                       ")");
     if (std::find(out.begin(), out.end(), item) != out.end())
       throw InputError("--schemes '" + text + "': scheme '" + item + "' is listed twice");
     out.push_back(item);
@@ -96,9 +88,7 @@ std::string depth_label(const Config& base, int64_t depth) {
 
 std::vector<std::string> run_overrides(const Plan& p, const std::string& scheme, int64_t depth) {
   std::vector<std::string> o{fmt::format("train.max_steps={}", p.steps)};
-  const bool sigma = scheme == "sigma";
-  o.push_back("model.scheme=" + (sigma ? std::string("post") : scheme));
-  o.push_back(std::string("model.sigma_reparam=") + (sigma ? "true" : "false"));
+  for (auto& a : scheme_row(scheme).overrides()) o.push_back(a);
   if (p.base.model.has_encoder()) o.push_back(fmt::format("model.encoder_layers={}", depth));
   if (p.base.model.has_decoder()) o.push_back(fmt::format("model.decoder_layers={}", depth));
   return o;
@@ -108,22 +98,13 @@ Plan make_plan(const std::string& config_path, const std::vector<std::string>& o
                const std::vector<std::string>& schemes, const std::vector<int64_t>& depths, int64_t steps) {
   if (steps <= 0) throw InputError(fmt::format("--steps {}: must be a positive number of updates", steps));
   Plan p{config_path, overrides, schemes, depths, steps, resolve_config(config_path, overrides)};
-  for (auto& o : overrides) {  // a --set the sweep would silently replace
-    const auto key = o.substr(0, o.find('='));
-    for (auto& mine : run_overrides(p, schemes.empty() ? "post" : schemes[0], 1))
-      if (mine.substr(0, mine.find('=')) == key)
-        throw InputError("--set " + o + ": the sweep sets " + key + " itself for every run (use --steps, --schemes or --depths)");
-  }
+  // A --set the sweep would silently replace, then every run's config, before the first run starts.
+  grid::refuse_own_keys(overrides, grid::override_keys(run_overrides(p, schemes.empty() ? "post" : schemes[0], 1)),
+                        "the sweep", "use --steps, --schemes or --depths");
+  std::vector<grid::PlannedRun> runs;
   for (auto& s : schemes)
-    for (auto d : depths) {  // every run's config must validate before the first run starts
-      Config c = p.base;
-      for (auto& o : run_overrides(p, s, d)) apply_override(c, o);
-      try {
-        validate(c);
-      } catch (const InputError& e) {
-        throw InputError("run " + run_name(s, d) + ": " + e.what());
-      }
-    }
+    for (auto d : depths) runs.push_back({run_name(s, d), run_overrides(p, s, d)});
+  grid::validate_runs(p.base, runs);
   return p;
 }
 
@@ -136,21 +117,8 @@ std::string plan_mismatch(const nlohmann::json& stored, const Plan& p) {
   if (!stored.contains("steps") || !stored.contains("config") || !stored["config"].is_object())
     return "its sweep_plan.json lacks \"steps\" or \"config\"";
   if (stored["steps"] != p.steps) return fmt::format("it was run with --steps {}, not {}", stored["steps"].dump(), p.steps);
-  return config_mismatch(stored["config"], p.base, sweep_keys());
+  return grid::config_mismatch(stored["config"], p.base, sweep_keys());
 }
 
-std::string config_mismatch(const nlohmann::json& stored, const Config& now_cfg, const std::set<std::string>& ignore) {
-  const auto now = config_to_json(now_cfg);
-  for (const auto& key : config_keys()) {
-    if (ignore.count(key)) continue;
-    const auto dot = key.find('.');
-    const auto section = key.substr(0, dot), name = key.substr(dot + 1);
-    if (!stored.contains(section) || !stored[section].contains(name)) continue;  // a key newer than the stored plan
-    const auto& a = stored[section][name];
-    const auto& b = now.at(section).at(name);
-    if (a != b) return fmt::format("its config has {}={} but this one has {}={}", key, a.dump(), key, b.dump());
-  }
-  return "";
-}
 
 }  // namespace stx::sweep

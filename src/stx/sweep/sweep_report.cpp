@@ -28,13 +28,12 @@ const RunResult* find(const Report& rep, const std::string& scheme, int64_t dept
   return nullptr;
 }
 
+// "x ← … (paper; model.scheme=…, model.sigma_reparam=…)": the row's definition and overrides.
 std::string scheme_definition(const std::string& s) {
-  if (s == "post") return "x ← LN(x + G(x)) (model.scheme=post)";
-  if (s == "post-init") return "Post-LN with layer l's weights divided by N−l+1 at init (DeepNet §3; model.scheme=post-init)";
-  if (s == "pre") return "x ← x + G(LN(x)), final LN (model.scheme=pre)";
-  if (s == "deepnorm") return "x ← LN(αx + G(x)) with β-scaled init (DeepNet Eq. 3; model.scheme=deepnorm)";
-  if (s == "sigma") return "Post-LN with every linear reparametrized as γ·W/σ(W) (Zhai et al. Eq. 3; model.scheme=post, model.sigma_reparam=true)";
-  return s;
+  const auto& row = scheme_row(s);
+  std::string o;
+  for (auto& a : row.overrides()) o += (o.empty() ? "" : ", ") + a;
+  return row.definition + " (" + o + ")";
 }
 
 std::string markdown(const Report& rep) {
@@ -61,7 +60,7 @@ std::string markdown(const Report& rep) {
   for (size_t i = 0; i < p.depths.size(); ++i) md << "---:|";
   md << "\n";
   for (auto& s : p.schemes) {
-    md << "| " << scheme_title(s) << " |";
+    md << "| " << scheme_row(s).title << " |";
     for (auto d : p.depths) {
       const auto* r = find(rep, s, d);
       md << " " << (r ? cell(*r, mt) : "—") << " |";
@@ -95,7 +94,7 @@ std::string markdown(const Report& rep) {
   }
 
   md << "## Legend\n\n";
-  for (auto& s : p.schemes) md << "- **" << scheme_title(s) << "** (`" << s << "`): " << scheme_definition(s) << ".\n";
+  for (auto& s : p.schemes) md << "- **" << scheme_row(s).title << "** (`" << s << "`): " << scheme_definition(s) << ".\n";
   md << (m.arch == Arch::EncoderDecoder ? "- Depth **NL-NL** (e.g. 18L-18L): an encoder-decoder with N encoder and N decoder layers "
                                           "(model.encoder_layers = model.decoder_layers = N), as DeepNet Table 1 writes it.\n"
                                         : m.arch == Arch::Decoder ? "- Depth **NL** (e.g. 18L): model.decoder_layers = N.\n"
@@ -116,11 +115,6 @@ std::string markdown(const Report& rep) {
 }
 
 }  // namespace
-
-std::string duration_text(double seconds) {
-  const auto s = static_cast<int64_t>(std::llround(seconds));
-  return s >= 3600 ? fmt::format("{}:{:02d}:{:02d}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02d}", s / 60, s % 60);
-}
 
 std::string cell(const RunResult& r, bool translation) {
   switch (r.outcome) {

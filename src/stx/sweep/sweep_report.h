@@ -6,10 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "stx/sweep/run_status.h"
+#include "stx/grid/run_status.h"
 #include "stx/sweep/sweep_plan.h"
 
 namespace stx::sweep {
+
+using grid::duration_text;
+using grid::Outcome;
+using grid::RunResult;
+using grid::short_cause;
 
 struct Report {
   std::string command;               // the exact command line that produced it
@@ -23,7 +28,5 @@ std::string cell(const RunResult& r, bool translation);
 
 void write_report(const std::string& dir, const Report& rep);
 
-// "1:02:03" / "3:07" for a duration in seconds.
-std::string duration_text(double seconds);
 
 }  // namespace stx::sweep

@@ -6,22 +6,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <mutex>
-#include <thread>
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
-#include "stx/sweep/run_status.h"
+#include "stx/core/signals.h"
+#include "stx/grid/grid_dir.h"
+#include "stx/grid/grid_runner.h"
+#include "stx/grid/run_status.h"
+#include "stx/grid/train_child.h"
 #include "stx/sweep/sweep_figures.h"
 #include "stx/sweep/sweep_report.h"
-#include "stx/sweep/grid_dir.h"
-#include "stx/sweep/train_child.h"
-#include "stx/core/signals.h"
 
 namespace stx::sweep {
 
@@ -30,7 +28,7 @@ namespace fs = std::filesystem;
 namespace {
 
 void prepare_out(const SweepOptions& o) {
-  prepare_grid_dir({o.out, "sweep_plan.json", "a sweep", "--config/--set/--steps"}, plan_json(o.plan),
+  grid::prepare_grid_dir({o.out, "sweep_plan.json", "a sweep", "--config/--set/--steps"}, plan_json(o.plan),
                    [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
@@ -63,7 +61,7 @@ class Runner {
     install_stop_handlers();
     const auto& p = o_.plan;
     for (auto& s : p.schemes)
-      for (auto d : p.depths) runs_.push_back(read_run(run_dir(s, d), s, d, p.steps));
+      for (auto d : p.depths) runs_.push_back(grid::read_run(run_dir(s, d), s, d, p.steps));
     std::vector<size_t> order;  // by depth, then scheme
     for (size_t di = 0; di < p.depths.size(); ++di)
       for (size_t si = 0; si < p.schemes.size(); ++si) order.push_back(si * p.depths.size() + di);
@@ -110,52 +108,27 @@ class Runner {
     std::string tag;  // "[3/20] post-L18"
   };
 
-  // Runs `pending` in order, o_.jobs children at a time (each worker thread takes the next run when
-  // its child ends; runs_, stdout and the report are updated under one lock). Returns the stop
-  // signal (0: all ran). A child's bad input (InputError) stops handing out runs; the workers'
-  // current children finish, then it is rethrown.
+  // Runs `pending` in order, o_.jobs children at a time (grid/grid_runner.h); runs_, stdout and
+  // the report are updated under the runner's lock. Returns the stop signal (0: all ran).
   int run_all(const std::vector<Slot>& pending) {
-    std::mutex mu;
-    size_t next = 0;
-    std::exception_ptr error;
-    auto worker = [&] {
-      for (;;) {
-        Slot slot;
-        RunResult before;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (next == pending.size() || error || stop_signal()) return;
-          slot = pending[next++];
-          before = runs_[slot.run];
-          if (o_.jobs > 1) std::cout << slot.tag << ": started" << std::endl;
-        }
-        try {
-          RunResult r = run_one(before, slot.tag);
-          std::lock_guard<std::mutex> lock(mu);
-          runs_[slot.run] = r;
-          std::cout << slot.tag << ": " << result_text(r, mt()) << std::endl;
-          if (!stop_signal()) report();
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!error) error = std::current_exception();
-          return;
-        }
-      }
+    grid::RunnerHooks h;
+    std::vector<RunResult> before(pending.size()), after(pending.size());
+    h.skip = [&](size_t i) {
+      before[i] = runs_[pending[i].run];
+      return std::string();
     };
-    const size_t n = std::min<size_t>(std::max(1, o_.jobs), pending.size());
-    if (n <= 1) {
-      worker();  // in this thread: the live progress line, and the child's parent-death signal
-    } else {
-      std::vector<std::thread> pool;  // each child lives while its (forking) thread does
-      for (size_t i = 0; i < n; ++i) pool.emplace_back(worker);
-      for (auto& t : pool) t.join();
-    }
-    if (error) std::rethrow_exception(error);
-    return stop_signal();
+    h.started = [&](size_t i) { std::cout << pending[i].tag << ": started" << std::endl; };
+    h.run = [&](size_t i) { after[i] = run_one(before[i], pending[i].tag); };
+    h.ended = [&](size_t i) {
+      runs_[pending[i].run] = after[i];
+      std::cout << pending[i].tag << ": " << result_text(after[i], mt()) << std::endl;
+      if (!stop_signal()) report();
+    };
+    return grid::run_grid(pending.size(), o_.jobs, h);
   }
 
   RunResult run_one(const RunResult& before, const std::string& tag) {
-    TrainChild c;
+    grid::TrainChild c;
     c.exe = o_.exe, c.dir = run_dir(before.scheme, before.depth), c.tag = tag, c.steps = o_.plan.steps, c.quiet = o_.quiet;
     c.live = o_.jobs <= 1;
     if (o_.jobs > 1 && !std::getenv("STX_THREADS")) {  // the cores shared out, unless the user chose
@@ -165,7 +138,7 @@ class Runner {
     c.fresh_args = {"--config", o_.plan.config_path};
     for (auto& s : o_.plan.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
     for (auto& s : run_overrides(o_.plan, before.scheme, before.depth)) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
-    return run_train_child(c, before);
+    return grid::run_train_child(c, before);
   }
 
   const SweepOptions& o_;

@@ -1,5 +1,7 @@
-// stx/sweep/run_status.cpp — see run_status.h.
-#include "stx/sweep/run_status.h"
+// stx/grid/run_status.cpp — see run_status.h.
+#include "stx/grid/run_status.h"
+
+#include <fmt/format.h>
 
 #include <yaml-cpp/yaml.h>
 
@@ -9,9 +11,10 @@
 #include <fstream>
 
 #include "stx/core/atomic_file.h"
+#include "stx/core/run_dir.h"
 #include "stx/report/metrics_log.h"
 
-namespace stx::sweep {
+namespace stx::grid {
 
 namespace fs = std::filesystem;
 
@@ -25,6 +28,11 @@ std::string to_string(Outcome o) {
     case Outcome::Diverged: return "diverged";
   }
   return "?";
+}
+
+std::string duration_text(double seconds) {
+  const auto s = static_cast<int64_t>(std::llround(seconds));
+  return s >= 3600 ? fmt::format("{}:{:02d}:{:02d}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02d}", s / 60, s % 60);
 }
 
 std::string short_cause(const std::string& cause) {
@@ -114,7 +122,7 @@ RunResult read_run(const std::string& dir, const std::string& scheme, int64_t de
     r.cause = status.value("cause", r.cause);
   } else if (!finished) {
     const bool failed = status.is_object() && status.value("outcome", "") == "failed";
-    r.outcome = failed ? Outcome::Failed : fs::exists(at("checkpoint_last.safetensors")) ? Outcome::Interrupted : Outcome::NotStarted;
+    r.outcome = failed ? Outcome::Failed : RunDir(dir).holds_run() ? Outcome::Interrupted : Outcome::NotStarted;
     if (failed) r.cause = status.value("cause", "");
   }
   return r;
@@ -127,4 +135,4 @@ void write_status(const std::string& dir, const RunResult& r) {
                    [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(2) << "\n"; });
 }
 
-}  // namespace stx::sweep
+}  // namespace stx::grid

@@ -1,4 +1,4 @@
-// stx/sweep/train_child.h — one `stx train` child process of a grid of runs (`stx sweep`,
+// stx/grid/train_child.h — one `stx train` child process of a grid of runs (`stx sweep`,
 // `stx experiment`): started fresh with the run's --config/--set arguments, or continued with
 // --resume when its directory has a checkpoint; stdout/stderr appended to DIR/train.log; a live
 // progress line on a terminal (a line every 5 minutes into a log, or when several children run
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "stx/sweep/run_status.h"
+#include "stx/grid/run_status.h"
 
-namespace stx::sweep {
+namespace stx::grid {
 
 struct TrainChild {
   std::string exe;                      // the stx binary
@@ -31,4 +31,4 @@ struct TrainChild {
 // Runs the child to its end. `before` is the run's state read before (labels, earlier wall time).
 RunResult run_train_child(const TrainChild& c, const RunResult& before);
 
-}  // namespace stx::sweep
+}  // namespace stx::grid

@@ -1,13 +1,14 @@
-// stx/sweep/grid_dir.cpp — see grid_dir.h.
-#include "stx/sweep/grid_dir.h"
+// stx/grid/grid_dir.cpp — see grid_dir.h.
+#include "stx/grid/grid_dir.h"
 
 #include <filesystem>
 #include <fstream>
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
+#include "stx/core/run_dir.h"
 
-namespace stx::sweep {
+namespace stx::grid {
 
 namespace fs = std::filesystem;
 
@@ -25,7 +26,7 @@ void prepare_grid_dir(const GridDir& g, const nlohmann::json& plan,
     }
     bool trained = false;
     for (auto& e : fs::directory_iterator(dir, ec))
-      trained |= e.is_directory() && fs::exists(e.path() / "checkpoint_last.safetensors");
+      trained |= e.is_directory() && RunDir(e.path().string()).holds_run();
     const auto why = mismatch(stored);
     if (!why.empty() && trained)
       throw InputError("--out " + g.out + " holds " + g.kind + " with a different setup: " + why + "; rerun it with the same " +
@@ -39,4 +40,4 @@ void prepare_grid_dir(const GridDir& g, const nlohmann::json& plan,
   write_atomically(plan_file.string(), [&](const std::string& tmp) { std::ofstream(tmp) << plan.dump(2) << "\n"; });
 }
 
-}  // namespace stx::sweep
+}  // namespace stx::grid

@@ -1,4 +1,4 @@
-// stx/sweep/grid_dir.h — the output directory of a grid of runs (`stx sweep`, `stx experiment`):
+// stx/grid/grid_dir.h — the output directory of a grid of runs (`stx sweep`, `stx experiment`):
 // it must be new, empty, or hold the same plan (PLAN_FILE, JSON). A stored plan that differs is
 // refused once any run reached a checkpoint (a grid stopped before its first checkpoint, e.g. by
 // a bad --set, may be redone with another setup). Then the directory holds the new plan.
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace stx::sweep {
+namespace stx::grid {
 
 struct GridDir {
   std::string out;        // --out
@@ -21,4 +21,4 @@ struct GridDir {
 void prepare_grid_dir(const GridDir& g, const nlohmann::json& plan,
                       const std::function<std::string(const nlohmann::json&)>& mismatch);
 
-}  // namespace stx::sweep
+}  // namespace stx::grid

@@ -1,4 +1,4 @@
-// stx/sweep/run_status.h — the state of one run of a sweep, read from its directory
+// stx/grid/run_status.h — the state of one run of a sweep, read from its directory
 // (metrics.jsonl, checkpoint_last.safetensors, config.yaml and the sweep's own
 // sweep_status.json), and the classification of a run that ended:
 //
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace stx::sweep {
+namespace stx::grid {
 
 enum class Outcome { NotStarted, Interrupted, Failed, Converged, Stalled, Diverged };
 std::string to_string(Outcome);
@@ -56,7 +56,10 @@ bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t 
 // {"exit_code","outcome","step","cause","seconds"}.
 void write_status(const std::string& dir, const RunResult& r);
 
+// "12:34" or "1:02:03": a wall time for results and reports.
+std::string duration_text(double seconds);
+
 // The short form of a divergence cause for a table cell ("non-finite", "loss spike").
 std::string short_cause(const std::string& cause);
 
-}  // namespace stx::sweep
+}  // namespace stx::grid

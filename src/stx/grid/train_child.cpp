@@ -1,5 +1,5 @@
-// stx/sweep/train_child.cpp — see train_child.h.
-#include "stx/sweep/train_child.h"
+// stx/grid/train_child.cpp — see train_child.h.
+#include "stx/grid/train_child.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -13,10 +13,10 @@
 
 #include "stx/core/child_process.h"
 #include "stx/core/error.h"
-#include "stx/sweep/sweep_report.h"
+#include "stx/core/run_dir.h"
 #include "stx/core/signals.h"
 
-namespace stx::sweep {
+namespace stx::grid {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -26,7 +26,7 @@ RunResult run_train_child(const TrainChild& c, const RunResult& before) {
   std::error_code ec;
   fs::create_directories(c.dir, ec);
   if (ec) throw InputError("cannot create " + c.dir + ": " + ec.message());
-  const bool resume = fs::exists(fs::path(c.dir) / "checkpoint_last.safetensors");
+  const bool resume = RunDir(c.dir).holds_run();
   std::vector<std::string> args{"train", "--out", c.dir};
   if (resume)
     args.insert(args.end(), {"--resume", "--set", fmt::format("train.max_steps={}", c.steps)});
@@ -84,7 +84,7 @@ RunResult run_train_child(const TrainChild& c, const RunResult& before) {
     if (r.last_event_step > 0) r.step = r.last_event_step;
     if (r.cause.empty()) r.cause = last_line_with(log, "diverged at step ");
   } else if (*code > 128 && forwarded) {
-    r.outcome = fs::exists(fs::path(c.dir) / "checkpoint_last.safetensors") ? Outcome::Interrupted : Outcome::NotStarted;
+    r.outcome = RunDir(c.dir).holds_run() ? Outcome::Interrupted : Outcome::NotStarted;
   } else {
     r.outcome = Outcome::Failed;
     r.cause = *code > 128 ? fmt::format("killed by signal {}", *code - 128) : fmt::format("exit {}", *code);
@@ -93,4 +93,4 @@ RunResult run_train_child(const TrainChild& c, const RunResult& before) {
   return r;
 }
 
-}  // namespace stx::sweep
+}  // namespace stx::grid
