@@ -1,8 +1,13 @@
 // tests/helpers.h — small shared helpers for the C++ tests.
 #pragma once
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <string>
+
 #include "stx/config/config.h"
+#include "stx/core/error.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
 
@@ -36,5 +41,30 @@ inline torch::Tensor tokens(int64_t B, int64_t T, int64_t V, uint64_t seed) {
 }
 
 inline std::string name(Arch a) { return to_string(a); }
+
+// The InputError message of f(), or "" when it does not throw one.
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// max |a − b| over all elements, as a double.
+inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
+
+// a equals b to `tol` relative to max(1, max |b|), with equal shapes.
+inline void expect_close(const torch::Tensor& a, const torch::Tensor& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.sizes(), b.sizes()) << what;
+  const double err = max_abs_diff(a, b), scale = b.abs().max().item<double>();
+  EXPECT_LE(err, tol * std::max(1.0, scale)) << what << ": max |a − b| = " << err;
+}
+
+inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
 
 }  // namespace stx::test

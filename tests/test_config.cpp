@@ -4,25 +4,19 @@
 
 #include <fstream>
 
+#include "helpers.h"
 #include "stx/core/error.h"
 #include "stx/config/config_io.h"
 
 namespace stx {
 namespace {
 
+using test::error_of;
+
 std::string write_tmp(const std::string& name, const std::string& text) {
   auto path = ::testing::TempDir() + "/stx_cfg_" + name + ".yaml";
   std::ofstream(path) << text;
   return path;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Config, LoadsBaseConfigs) {

@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include "helpers.h"
 #include "stx/core/error.h"
 #include "stx/data/batcher.h"
 #include "stx/data/corpus.h"
@@ -23,6 +24,8 @@ namespace fs = std::filesystem;
 
 namespace stx {
 namespace {
+
+using test::error_of;
 
 // A fresh, empty directory, removed at the end of the scope.
 struct FreshDir {
@@ -59,16 +62,6 @@ std::string read_file(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-// The InputError message of f(), or "" when it does not throw one.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 #define EXPECT_HAS(haystack, needle) EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 

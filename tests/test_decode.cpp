@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "helpers.h"
 #include "stx/core/error.h"
 #include "stx/eval/decode.h"
 #include "stx/model/init.h"
@@ -19,20 +20,10 @@ constexpr int32_t kPad = 0, kBos = 2, kEos = 3;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 using Ids = std::vector<int32_t>;
 
+// The shared tiny model (helpers.h), a little wider, with 20 ids.
 ModelConfig tiny(Arch arch, Scheme scheme = Scheme::Post, bool tie = true) {
-  ModelConfig m;
-  m.arch = arch;
-  m.vocab_size = 20;
-  m.d_model = 16;
-  m.n_heads = 2;
-  m.d_ff = 32;
-  m.encoder_layers = 2;
-  m.decoder_layers = 2;
-  m.scheme = scheme;
-  m.tie_embeddings = tie;
-  m.dropout = 0;
-  m.max_len = 16;
-  m.pad_id = kPad;
+  auto m = test::tiny(arch, scheme);
+  m.vocab_size = 20, m.d_model = 16, m.d_ff = 32, m.encoder_layers = 2, m.tie_embeddings = tie, m.pad_id = kPad;
   return m;
 }
 

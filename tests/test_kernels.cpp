@@ -23,6 +23,8 @@
 namespace stx {
 namespace {
 
+using test::expect_close;
+
 // Restores the default kernels when a test ends.
 struct KernelsGuard {
   ~KernelsGuard() { set_kernels(Kernels::Fused); }
@@ -53,12 +55,6 @@ AttnRun run_attention(Attention& attn, Kernels k, const torch::Tensor& x, const 
   AttnRun r{out.detach(), taps.values().at("a.probs").detach(), xx.grad(), mem_in.defined() ? mm.grad() : torch::Tensor()};
   for (auto& p : attn->parameters()) r.dparams.push_back(p.grad().clone());
   return r;
-}
-
-void expect_close(const torch::Tensor& a, const torch::Tensor& b, double tol, const std::string& what) {
-  ASSERT_EQ(a.sizes(), b.sizes()) << what;
-  const double err = (a - b).abs().max().item<double>(), scale = b.abs().max().item<double>();
-  EXPECT_LE(err, tol * std::max(1.0, scale)) << what << ": max |fused − reference| = " << err;
 }
 
 struct AttnCase {

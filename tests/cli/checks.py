@@ -1,8 +1,11 @@
 """Scaffolding shared by the CLI tests (tests/cli/test_*.py): a pass/fail tally and the exit,
-a small corpus cut from the embedded Bible pairs, and waiting for a run to reach a step."""
+a small corpus cut from the embedded Bible pairs, running stx, a run's metrics.jsonl, a file's
+digest, and waiting for a run to reach a step."""
 import gzip
+import hashlib
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -20,6 +23,45 @@ def cut_bible(dest, counts):
             with open(os.path.join(dest, f"{split}.{lang}"), "w", encoding="utf-8") as f:
                 f.write("".join(rows))
     return dest
+
+
+def run_stx(stx, args, env=None, timeout=600, input=None):
+    """stx ARGS with captured text output (and `input` on stdin)."""
+    return subprocess.run([stx] + args, capture_output=True, text=True, timeout=timeout, input=input,
+                          env=env if env is not None else dict(os.environ, OMP_NUM_THREADS="1"))
+
+
+def metrics(run_dir, partial=False):
+    """The records of run_dir/metrics.jsonl; partial: of a run that may be writing it (no file
+    is no records, a half-written last line is skipped)."""
+    p = os.path.join(run_dir, "metrics.jsonl")
+    if partial and not os.path.exists(p):
+        return []
+    with open(p) as f:
+        return [json.loads(l) for l in f if (l.strip().endswith("}") if partial else l.strip())]
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def bad_input_problems(r, must_mention, before=None):
+    """What is wrong with a run of stx on bad input: it must exit 2 with one stderr line naming
+    every string in must_mention, and leave the files of `before` ({path: sha}) unchanged."""
+    err = [l for l in r.stderr.splitlines() if l.strip()]
+    problems = []
+    if r.returncode != 2:
+        problems.append(f"exit {r.returncode}")
+    if len(err) != 1:
+        problems.append(f"{len(err)} stderr lines: {r.stderr!r}")
+    for m in must_mention:
+        if m not in r.stderr:
+            problems.append(f"no {m!r} in {r.stderr.strip()!r}")
+    for p, h in (before or {}).items():
+        if not os.path.exists(p) or sha(p) != h:
+            problems.append(f"{p} changed")
+    return problems
 
 
 def wait_for_step(proc, run_dir, step):

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 
+import checks  # noqa: E402
 from checks import Checks, ROOT  # noqa: E402
 
 STX = os.path.abspath(sys.argv[1])
@@ -41,14 +42,12 @@ data:
 
 
 def run(args):
-    return subprocess.run([STX] + args, capture_output=True, text=True, timeout=300, env=ENV)
+    return checks.run_stx(STX, args, env=ENV, timeout=300)
 
 
 def expect_bad(name, args, must_mention):
-    r = run(args)
-    err = [l for l in r.stderr.splitlines() if l.strip()]
-    ok = r.returncode == 2 and len(err) == 1 and all(m in r.stderr for m in must_mention)
-    check(name, ok, f"exit {r.returncode}, stderr {r.stderr.strip()!r}")
+    problems = checks.bad_input_problems(run(args), must_mention)
+    check(name, not problems, "; ".join(problems))
 
 
 with tempfile.TemporaryDirectory() as d:

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 
+import checks  # noqa: E402
 from checks import Checks  # noqa: E402
 
 STX = os.path.abspath(sys.argv[1])
@@ -26,7 +27,7 @@ check = Checks()
 
 
 def run(args):
-    return subprocess.run([STX] + args, capture_output=True, text=True, timeout=300, env=ENV)
+    return checks.run_stx(STX, args, env=ENV, timeout=300)
 
 
 def lines(path, n):
@@ -41,24 +42,11 @@ def write(path, text):
 
 
 def metrics(run_dir):
-    p = os.path.join(run_dir, "metrics.jsonl")
-    if not os.path.exists(p):
-        return []
-    with open(p) as f:
-        return [json.loads(l) for l in f if l.strip().endswith("}")]
+    return checks.metrics(run_dir, partial=True)
 
 
 def expect_bad(name, args, must_mention):
-    r = run(args)
-    err = [l for l in r.stderr.splitlines() if l.strip()]
-    problems = []
-    if r.returncode != 2:
-        problems.append(f"exit {r.returncode}")
-    if len(err) != 1:
-        problems.append(f"{len(err)} stderr lines: {r.stderr!r}")
-    for m in must_mention:
-        if m not in r.stderr:
-            problems.append(f"no {m!r} in {r.stderr.strip()!r}")
+    problems = checks.bad_input_problems(run(args), must_mention)
     check(name, not problems, "; ".join(problems))
 
 

@@ -3,7 +3,6 @@ metrics.jsonl, exact resume after kill -9 and after SIGTERM, divergence actions,
 translate / generate / plot, and bad input (exit 2, one line, nothing overwritten).
 Run: python3 tests/cli/test_train.py build/stx"""
 import gzip
-import hashlib
 import json
 import os
 import random
@@ -13,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from checks import Checks, cut_bible  # noqa: E402
+from checks import Checks, bad_input_problems, cut_bible, metrics, run_stx, sha  # noqa: E402
 
 STX = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -23,8 +22,8 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1")
 check = Checks()
 
 
-def run(args, **kw):
-    return subprocess.run([STX] + args, capture_output=True, text=True, timeout=600, env=ENV, **kw)
+def run(args, input=None):
+    return run_stx(STX, args, env=ENV, input=input)
 
 
 def lines(path, n):
@@ -38,11 +37,6 @@ def write(path, rows):
     return path
 
 
-def metrics(run_dir):
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-
 def losses(run_dir):
     """The exact loss texts per step (train and validation lines), as written."""
     out = {}
@@ -53,26 +47,9 @@ def losses(run_dir):
     return out
 
 
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 def expect_bad(name, args, must_mention, untouched=()):
     before = {p: sha(p) for p in untouched}
-    r = run(args)
-    err = [l for l in r.stderr.splitlines() if l.strip()]
-    problems = []
-    if r.returncode != 2:
-        problems.append(f"exit {r.returncode}")
-    if len(err) != 1:
-        problems.append(f"{len(err)} stderr lines: {r.stderr!r}")
-    for m in must_mention:
-        if m not in r.stderr:
-            problems.append(f"no {m!r} in {r.stderr.strip()!r}")
-    for p, h in before.items():
-        if sha(p) != h:
-            problems.append(f"{p} changed")
+    problems = bad_input_problems(run(args), must_mention, before)
     check(name, not problems, "; ".join(problems))
 
 
