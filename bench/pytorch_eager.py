@@ -10,7 +10,7 @@ Reads the same YAML as stx (model/train sections; stx's defaults for missing key
 stx bench: --seq = model.max_len, --batch = train.max_tokens / seq. Threads = physical cores unless
 --threads; denormals flushed (torch.set_flush_denormal). Decoder-only models only.
 
-Model (shared/DESIGN.md "Model semantics"): x0 = E[tok]·√d + sinusoidal P, dropout; per layer a
+Model (docs/model.md): x0 = E[tok]·√d + sinusoidal P, dropout; per layer a
 self-attention and an FFN sub-layer, each
   post / post-init:  x = LN(x + drop(G(x)))
   deepnorm:          x = LN(α·x + drop(G(x))),  α = (2N)^(1/4), init gain β = (8N)^(-1/4)

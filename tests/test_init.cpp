@@ -10,7 +10,7 @@ namespace stx {
 namespace {
 
 TEST(DeepNorm, CoefficientsMatchPaperTable) {
-  // The worked checks of REFERENCE.md (N = M = 6).
+  // The worked values of docs/reference.md#deepnorm-coefficients (N = M = 6).
   auto e = deepnorm_coefficients(Arch::Encoder, 6, 0);
   EXPECT_NEAR(e.encoder_alpha, 1.861, 5e-4);
   EXPECT_NEAR(e.encoder_beta, 0.380, 5e-4);

@@ -1,5 +1,5 @@
 // SentencePiece through the dlmopen shim, in the same process as LibTorch (the hazard of
-// shared/DATA.md): train a tiny model, encode/decode round trip, errors are InputErrors.
+// docs/design.md): train a tiny model, encode/decode round trip, errors are InputErrors.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

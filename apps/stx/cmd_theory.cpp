@@ -78,7 +78,7 @@ void register_theory(Registry& reg) {
   sub->add_option("--steps", t->steps, "training steps (deepnet-update)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   sub->add_option("--depths", t->depths, "depth grid, e.g. 6,18,50")->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{100000}));
   sub->add_option("--lr", t->lr, "learning rate (deepnet-update)")->check(CLI::PositiveNumber);
-  sub->add_option("--json", t->json, "write the result as JSON (claims schema of DESIGN.md)");
+  sub->add_option("--json", t->json, "write the result as JSON (claims schema: docs/design.md)");
   sub->add_option("--plot", t->plot, "write the figure as PNG");
   sub->add_option("--out", t->out, "with 'all': directory for report.md, JSON and figures");
   sub->add_flag("--strict", t->strict, "exit 1 when a theory claim fails");

@@ -1,7 +1,7 @@
 // src/spm_shim/spm_shim.cpp — a plain C interface around SentencePiece, built as its own shared
 // library (libstx_spm.so) and loaded by stx with dlmopen(LM_ID_NEWLM) into a separate link-map
 // namespace: Debian's libsentencepiece carries protobuf 3.14-lite, Debian's LibTorch loads
-// protobuf 3.21, and the two crash when linked into one namespace (shared/DATA.md).
+// protobuf 3.21, and the two crash when linked into one namespace (docs/design.md).
 // Every function reports failure by return value and a message in the caller's buffer.
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>

@@ -1,7 +1,7 @@
 """Independent float64 PyTorch reference of the stx forward pass (eval mode).
 
-Written from docs/model.md (the contract) and DESIGN.md "Model semantics" only, never from the
-C++ sources, so that tests/ref/test_parity.py compares two independent readings of the contract.
+Written from docs/model.md (the contract) only, never from the C++ sources, so that
+tests/ref/test_parity.py compares two independent readings of the contract.
 
 Everything is a plain function of (weights, cfg, ...): `weights` maps parameter names (as in
 docs/model.md) to tensors, `cfg` is the resolved configuration — either the whole
@@ -9,11 +9,12 @@ docs/model.md) to tensors, `cfg` is the resolved configuration — either the wh
 just its "model" section. Weights are converted to float64 by `to_float64`.
 
 Papers: Post-LN / Pre-LN sub-layers (Xiong et al. 2020), DeepNorm x ← LN(α·x + G(x)) and
-its α/β table (Wang et al. 2022, DeepNet; REFERENCE.md §2), σReparam Ŵ = γ·W/σ(W)
+its α/β table (Wang et al. 2022, DeepNet Figure 2(b)), σReparam Ŵ = γ·W/σ(W)
 (Zhai et al. 2023).
 
 `self_check()` validates this reference against torch.nn.functional / torch.nn layers and the
-α/β values REFERENCE.md lists (test_parity.py runs it first). Command line:
+worked α/β values of docs/reference.md#deepnorm-coefficients (test_parity.py runs it first).
+Command line:
   python3 stx_ref.py --self-check
   python3 stx_ref.py MODEL.safetensors TOKENS.safetensors OUT.safetensors   (reference logits)
 """
@@ -49,7 +50,7 @@ def _req(w, name):
 
 
 def deepnorm_alpha_beta(arch, n_enc, n_dec):
-    """DeepNet's α/β (REFERENCE.md §2): {"encoder": (α, β), "decoder": (α, β)} for the sides
+    """DeepNet's α/β (Figure 2(b)): {"encoder": (α, β), "decoder": (α, β)} for the sides
     the architecture has. n_enc = N encoder layers, n_dec = M decoder layers."""
     N, M = n_enc, n_dec
     if arch == "encoder":
@@ -383,7 +384,7 @@ def self_check():
     ab = deepnorm_alpha_beta("encoder", 6, 6)["encoder"]
     ed = deepnorm_alpha_beta("encoder-decoder", 6, 6)
     got = [ab[0], ab[1], *ed["encoder"], *ed["decoder"]]
-    want = [1.861, 0.380, 1.418, 0.497, 2.060, 0.343]  # REFERENCE.md §2 checks, N = M = 6
+    want = [1.861, 0.380, 1.418, 0.497, 2.060, 0.343]  # N = M = 6, docs/reference.md#deepnorm-coefficients
     res.append(("deepnorm alpha/beta table", max(abs(a - b) for a, b in zip(got, want)), 5e-4))
     x, wn, bn = rnd(3, 5, 16) * 3 + 1, rnd(16), rnd(16)
     res.append(("layer_norm", (layer_norm(x, wn, bn, 1e-5)

@@ -1,4 +1,4 @@
-"""`stx theory sigma-toy` against the σReparam article's toy (seed 003) recomputed in Python PyTorch.
+"""`stx theory sigma-toy` against the σReparam article's toy recomputed in Python PyTorch.
 
 Run: /usr/bin/python3 tests/ref/test_sigma_toy.py /path/to/stx   (exit 0 = all passed)
 

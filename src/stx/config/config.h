@@ -1,5 +1,5 @@
 // stx/config/config.h — the resolved configuration: model, training and data sections, with
-// the key names of DESIGN.md. Loading, overrides and validation live in stx/config/config_io.h.
+// the key names of docs/design.md. Loading, overrides and validation live in stx/config/config_io.h.
 #pragma once
 #include <array>
 #include <cstdint>

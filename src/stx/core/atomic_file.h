@@ -1,5 +1,5 @@
 // stx/core/atomic_file.h — write a file under a temporary name, fsync, then rename, so a
-// reader never sees a half-written output (DESIGN.md "never a half-written output file").
+// reader never sees a half-written output (docs/design.md#atomic-outputs).
 #pragma once
 #include <functional>
 #include <string>

@@ -28,7 +28,7 @@ class TransformerImpl : public torch::nn::Module {
     if (encoder) encoder->set_checkpoint_activations(on);
     if (decoder) decoder->set_checkpoint_activations(on);
   }
-  // Parameters and buffers under their DESIGN.md names, in registration order.
+  // Parameters and buffers under their docs/model.md names, in registration order.
   std::vector<std::pair<std::string, torch::Tensor>> state() const;
 
   Stack encoder{nullptr}, decoder{nullptr};

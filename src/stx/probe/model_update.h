@@ -3,7 +3,7 @@
 // with F = the final hidden state before the vocabulary projection (`model->hidden(src, tgt)`,
 // eval mode: no dropout, no σReparam power iteration). The paper does not say which output or
 // which norm; stx takes the L2 norm over the feature axis and averages it over the batch's
-// tokens (padding excluded when model.pad_id ≥ 0), REFERENCE.md §2.
+// tokens (padding excluded when model.pad_id ≥ 0), docs/reference.md#model-update.
 //
 // Usage: construct with the model and the probe batch right after initialization (it snapshots
 // F(x, θ₀)), then call measure() after each optimizer step. The trainer reuses this class.

@@ -1,7 +1,7 @@
 // stx/theory/deepnet_update.cpp — DeepNet (Wang et al. 2022) Figures 4–5 and Theorem 4.2:
 // the model update ‖ΔF‖ = ‖F(x, θ_t) − F(x, θ₀)‖ on a fixed probe batch over the first steps of
 // training without warm-up, for tiny 64-128-2 models at several depths, Post-LN, Post-LN-init,
-// DeepNorm (x ← LN(αx + G(x)), β-scaled init) and Pre-LN (REFERENCE.md §2).
+// DeepNorm (x ← LN(αx + G(x)), β-scaled init) and Pre-LN (docs/reference.md#model-update).
 //
 // Two parts:
 //  (A) the paper's setting (Fig. 5): Adam (β 0.9, 0.98), fixed lr, no warm-up, byte tokens of the

