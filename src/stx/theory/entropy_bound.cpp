@@ -119,69 +119,98 @@ std::string plot_script(const std::string& dir, const std::string& png, const st
   return g.str();
 }
 
-}  // namespace
+// ---- grid: (1)–(3) over T × 𝛔; (4) one attention layer over the scales s -----------------------
+struct Grid {
+  std::vector<int64_t> Ts;
+  std::vector<double> sigmas;
+  int64_t per_family = 250, starts = 24, iters = 250;  // random rows per family; PGD starts and steps
+  int64_t d = 64, Tl = 32, B = 8, heads = 4, dh = 16;  // the layer: width, tokens, examples, heads
+  std::vector<double> scales;                          // of W_Q, W_K
+  uint64_t seed = 0;
+};
 
-Result run_entropy_bound(const Options& opts) {
-  Result r;
-  r.experiment = "entropy-bound";
+Grid make_grid(const Options& opts) {
   const bool full = opts.full;
-  const std::vector<int64_t> Ts = opts.tokens ? std::vector<int64_t>{*opts.tokens} : std::vector<int64_t>{2, 4, 16, 64, 256};
-  const std::vector<double> sigmas = {0.01, 0.03, 0.1, 0.3, 1, 2, 3, 5, 10, 30, 100};
-  const int64_t per_family = full ? 5000 : 250, starts = opts.seeds.value_or(full ? 128 : 24);
-  const int64_t iters = opts.steps.value_or(full ? 1000 : 250);
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(opts.seed);
+  Grid g;
+  g.Ts = opts.tokens ? std::vector<int64_t>{*opts.tokens} : std::vector<int64_t>{2, 4, 16, 64, 256};
+  g.sigmas = {0.01, 0.03, 0.1, 0.3, 1, 2, 3, 5, 10, 30, 100};
+  g.per_family = full ? 5000 : 250, g.starts = opts.seeds.value_or(full ? 128 : 24);
+  g.iters = opts.steps.value_or(full ? 1000 : 250);
+  g.d = opts.d.value_or(64), g.Tl = opts.tokens.value_or(32), g.B = full ? 32 : 8;
+  g.heads = g.d % 4 == 0 ? 4 : 1, g.dh = g.d / g.heads;
+  g.scales = {0.25, 0.5, 1, 1.5, 2, 3, 4, 6, 8};
+  g.seed = opts.seed;
+  return g;
+}
 
-  // --- (1)–(3) over the (T, 𝛔) grid --------------------------------------------------------
+nlohmann::json make_config(const Grid& g) {
+  return {{"T_grid", g.Ts},        {"sigma_grid", g.sigmas}, {"rows_per_family", g.per_family}, {"families", 4},
+          {"pgd_starts", g.starts}, {"pgd_iters", g.iters},   {"dtype", "float64"},              {"slack", kSlack},
+          {"layer", {{"d", g.d}, {"heads", g.heads}, {"T", g.Tl}, {"examples", g.B}, {"bias", false},
+                     {"scales", g.scales}, {"init", "xavier"}, {"seed", g.seed}}}};
+}
+
+// ---- measure (1)–(3): random rows, PGD minima and the extremal row over the (T, 𝛔) grid ---------
+struct GridPoint {
+  int64_t T;
+  double sigma, adversarial, bound, construction;  // PGD minimum, bound(𝛔), Ent of the extremal row
+};
+struct Sweep {
   double rand_gap = 1e300, adv_gap_min = 1e300, adv_gap_max = -1e300, constr_err = 0, constr_norm_err = 0;
   int64_t n_rows = 0;
-  std::string rand_s, bound_s, adv_s = "# T sigma adversarial_min bound construction\n";
-  nlohmann::json adv_series = nlohmann::json::array();
-  for (auto T : Ts) {
-    for (int i = 0; i <= 200; ++i) {  // bound curve, 𝛔 from 1e-3 to 1e3
-      const double s = std::pow(10.0, -3 + 6.0 * i / 200);
-      bound_s += fmt::format("{:.6g} {:.9g}\n", s, entropy_lower_bound(s, T));
-    }
-    bound_s += "\n\n";
-    for (double sig : sigmas) {
-      auto rows = random_rows(per_family, T, sig);
+  std::vector<std::vector<std::pair<double, double>>> samples;  // per T: (‖a‖, Ent) of rows shown in the figure
+  std::vector<GridPoint> points;                                // per (T, 𝛔)
+};
+
+Sweep measure_sweep(const Grid& g) {
+  Sweep w;
+  for (auto T : g.Ts) {
+    auto& samples = w.samples.emplace_back();
+    for (double sig : g.sigmas) {
+      auto rows = random_rows(g.per_family, T, sig);
       auto H = to_vec(row_entropy_from_logits(rows));
       auto N = to_vec(rows.norm(2, -1));
-      n_rows += static_cast<int64_t>(H.size());
+      w.n_rows += static_cast<int64_t>(H.size());
       for (size_t k = 0; k < H.size(); ++k) {
-        rand_gap = std::min(rand_gap, H[k] - entropy_lower_bound(N[k], T));  // bound at the row's own norm
-        if (k % per_family < 6) rand_s += fmt::format("{:.6g} {:.9g}\n", N[k], H[k]);
+        w.rand_gap = std::min(w.rand_gap, H[k] - entropy_lower_bound(N[k], T));  // bound at the row's own norm
+        if (k % g.per_family < 6) samples.emplace_back(N[k], H[k]);
       }
-      const double b = entropy_lower_bound(sig, T), adv = adversarial_min(T, sig, starts, iters);
+      const double b = entropy_lower_bound(sig, T), adv = adversarial_min(T, sig, g.starts, g.iters);
       auto a = probe::extremal_logits(sig, T);
       const double c = row_entropy_from_logits(a).item<double>();
-      adv_gap_min = std::min(adv_gap_min, adv - b);
-      adv_gap_max = std::max(adv_gap_max, adv - b);
-      constr_err = std::max(constr_err, std::abs(c - b));
-      constr_norm_err = std::max(constr_norm_err, std::abs(a.norm().item<double>() - sig) / sig);
-      adv_s += fmt::format("{} {:g} {:.12g} {:.12g} {:.12g}\n", T, sig, adv, b, c);
-      adv_series.push_back({{"T", T}, {"sigma", sig}, {"bound", b}, {"adversarial_min", adv}, {"construction", c}});
+      w.adv_gap_min = std::min(w.adv_gap_min, adv - b);
+      w.adv_gap_max = std::max(w.adv_gap_max, adv - b);
+      w.constr_err = std::max(w.constr_err, std::abs(c - b));
+      w.constr_norm_err = std::max(w.constr_norm_err, std::abs(a.norm().item<double>() - sig) / sig);
+      w.points.push_back({T, sig, adv, b, c});
     }
-    rand_s += "\n\n";
   }
-  const double log_tmax = std::log(static_cast<double>(*std::max_element(Ts.begin(), Ts.end())));
-  r.within("random_rows", fmt::format("{} random rows: min Ent − bound(‖a‖) ≥ 0", n_rows), 0, log_tmax, rand_gap, kSlack);
-  r.within("adversarial_not_below", "PGD minimum of Ent on ‖a‖=𝛔 ≥ bound (min over T, 𝛔)", 0, log_tmax, adv_gap_min, kSlack);
-  // Reaching the bound is the optimizer's success, not the theorem's: an observation.
-  r.near("adversarial_reaches", "PGD minimum − bound (max over T, 𝛔) ≈ 0 (bound is tight)", 0, adv_gap_max, 1e-6, false);
-  r.near("construction_attains", "extremal row: |Ent − bound| (max over T, 𝛔)", 0, constr_err, kSlack);
-  r.near("construction_norm", "extremal row: |‖a*‖ − 𝛔|/𝛔", 0, constr_norm_err, kSlack);
+  return w;
+}
 
-  // --- (4) a real attention layer ----------------------------------------------------------
-  const int64_t d = opts.d.value_or(64), Tl = opts.tokens.value_or(32), B = full ? 32 : 8;
-  const int64_t heads = d % 4 == 0 ? 4 : 1, dh = d / heads;
-  const std::vector<double> scales = {0.25, 0.5, 1, 1.5, 2, 3, 4, 6, 8};
-  auto X = torch::randn({B, Tl, d}, at::detail::createCPUGenerator(opts.seed + 7), kF64);
-  auto sigma_x = torch::linalg_matrix_norm(torch::matmul(X, X.transpose(1, 2)), 2);  // ‖X_b X_bᵀ‖₂ [B]
+// ---- measure (4): a real attention layer, plain and σReparam, W_Q and W_K scaled by s -----------
+using ScaleMap = std::map<std::pair<bool, double>, double>;  // (reparam, s) → value
+struct RowSample {  // one query row of example 0
+  double norm, entropy;
+  bool reparam;
+};
+struct Layer {
   std::vector<LayerPoint> pts;
   double layer_gap = 1e300, row_gap = 1e300, probs_err = 0;
-  std::map<std::pair<bool, double>, double> mean_ent, mean_sig, mean_bar, mean_rn, mean_rb;
-  std::string rows_s, heads_s = "# reparam s bar_sigma entropy bound sigma\n";
+  ScaleMap mean_ent, mean_sig, mean_bar, mean_rn, mean_rb;
+  std::vector<RowSample> rows;
+};
+
+Layer measure_layer(const Grid& g) {
+  const int64_t d = g.d, Tl = g.Tl, B = g.B, heads = g.heads, dh = g.dh;
+  const auto& scales = g.scales;
+  auto X = torch::randn({B, Tl, d}, at::detail::createCPUGenerator(g.seed + 7), kF64);
+  auto sigma_x = torch::linalg_matrix_norm(torch::matmul(X, X.transpose(1, 2)), 2);  // ‖X_b X_bᵀ‖₂ [B]
+  Layer out;
+  auto& pts = out.pts;
+  double &layer_gap = out.layer_gap, &row_gap = out.row_gap, &probs_err = out.probs_err;
+  auto &mean_ent = out.mean_ent, &mean_sig = out.mean_sig, &mean_bar = out.mean_bar, &mean_rn = out.mean_rn,
+       &mean_rb = out.mean_rb;
   for (bool reparam : {false, true}) {
     ModelConfig m;
     m.arch = Arch::Encoder;
@@ -194,7 +223,7 @@ Result run_entropy_bound(const Options& opts) {
     m.dropout = 0;
     m.sigma_reparam = reparam;
     Transformer model(m);
-    initialize(*model, opts.seed);
+    initialize(*model, g.seed);
     model->to(kF64);
     auto attn = model->encoder->layers[0]->self_attn;
     attn->eval();  // no power iteration: u, v stay at their SVD values
@@ -227,10 +256,9 @@ Result run_entropy_bound(const Options& opts) {
             rn_sum += RN[k] / (B * heads * Tl);
             rb_sum += rb / (B * heads * Tl);
             e_mean += E[k] / Tl;
-            if (b == 0) rows_s += fmt::format("{:.6g} {:.9g} {}\n", RN[k], E[k], int(reparam));
+            if (b == 0) out.rows.push_back({RN[k], E[k], reparam});
           }
           pts.push_back({reparam, s, SH[h], SX[b], bar, e_mean, bnd});
-          heads_s += fmt::format("{} {:g} {:.6g} {:.9g} {:.6g} {:.6g}\n", int(reparam), s, bar, e_mean, bnd, SH[h]);
           e_sum += e_mean / (B * heads);
           bar_sum += bar / (B * heads);
         }
@@ -241,18 +269,61 @@ Result run_entropy_bound(const Options& opts) {
       mean_rb[{reparam, s}] = rb_sum;
     }
   }
-  std::string bound_l;
-  for (int i = 0; i <= 200; ++i) {
-    const double s = std::pow(10.0, -1 + 5.5 * i / 200);
-    bound_l += fmt::format("{:.6g} {:.9g}\n", s, entropy_lower_bound(s, Tl));
-  }
-  double rise = -1e300, reparam_var = 0, reparam_sig_var = 0;
+  return out;
+}
+
+struct Measurements {
+  Sweep sweep;  // (1)–(3)
+  Layer layer;  // (4)
+};
+
+Measurements measure(const Grid& g) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(g.seed);
+  Measurements m;
+  m.sweep = measure_sweep(g);
+  m.layer = measure_layer(g);
+  return m;
+}
+
+// How the layer's mean entropy and σ move with the scale s.
+struct ScaleEffects {
+  double rise = -1e300;        // plain: largest step up of the mean entropy
+  double reparam_var = 0;      // σReparam: max change of the mean entropy from s = 1
+  double reparam_sig_var = 0;  // σReparam: max relative change of σ(W_K W_Qᵀ) from s = 1
+};
+
+ScaleEffects scale_effects(const Grid& g, const Layer& layer) {
+  const auto& scales = g.scales;
+  const auto &mean_ent = layer.mean_ent, &mean_sig = layer.mean_sig;
+  ScaleEffects e;
   for (size_t k = 0; k < scales.size(); ++k) {
-    if (k > 0) rise = std::max(rise, mean_ent[{false, scales[k]}] - mean_ent[{false, scales[k - 1]}]);
-    reparam_var = std::max(reparam_var, std::abs(mean_ent[{true, scales[k]}] - mean_ent[{true, 1.0}]));
-    reparam_sig_var = std::max(reparam_sig_var, std::abs(mean_sig[{true, scales[k]}] / mean_sig[{true, 1.0}] - 1));
+    if (k > 0) e.rise = std::max(e.rise, mean_ent.at({false, scales[k]}) - mean_ent.at({false, scales[k - 1]}));
+    e.reparam_var = std::max(e.reparam_var, std::abs(mean_ent.at({true, scales[k]}) - mean_ent.at({true, 1.0})));
+    e.reparam_sig_var =
+        std::max(e.reparam_sig_var, std::abs(mean_sig.at({true, scales[k]}) / mean_sig.at({true, 1.0}) - 1));
   }
-  const double logT = std::log(static_cast<double>(Tl));
+  return e;
+}
+
+// ---- claims -------------------------------------------------------------------------------------
+void add_claims(Result& r, const Grid& g, const Measurements& m, const ScaleEffects& e) {
+  const auto& w = m.sweep;
+  const int64_t n_rows = w.n_rows;
+  const double rand_gap = w.rand_gap, adv_gap_min = w.adv_gap_min, adv_gap_max = w.adv_gap_max,
+               constr_err = w.constr_err, constr_norm_err = w.constr_norm_err;
+  const double log_tmax = std::log(static_cast<double>(*std::max_element(g.Ts.begin(), g.Ts.end())));
+  r.within("random_rows", fmt::format("{} random rows: min Ent − bound(‖a‖) ≥ 0", n_rows), 0, log_tmax, rand_gap, kSlack);
+  r.within("adversarial_not_below", "PGD minimum of Ent on ‖a‖=𝛔 ≥ bound (min over T, 𝛔)", 0, log_tmax, adv_gap_min, kSlack);
+  // Reaching the bound is the optimizer's success, not the theorem's: an observation.
+  r.near("adversarial_reaches", "PGD minimum − bound (max over T, 𝛔) ≈ 0 (bound is tight)", 0, adv_gap_max, 1e-6, false);
+  r.near("construction_attains", "extremal row: |Ent − bound| (max over T, 𝛔)", 0, constr_err, kSlack);
+  r.near("construction_norm", "extremal row: |‖a*‖ − 𝛔|/𝛔", 0, constr_norm_err, kSlack);
+
+  const auto& layer = m.layer;
+  const double layer_gap = layer.layer_gap, row_gap = layer.row_gap, probs_err = layer.probs_err;
+  const double rise = e.rise, reparam_var = e.reparam_var, reparam_sig_var = e.reparam_sig_var;
+  const double logT = std::log(static_cast<double>(g.Tl));
   r.near("layer_probs", "layer probabilities = softmax(X M_h Xᵀ), M_h = W_q,hᵀW_k,h/√d_h (max abs diff)", 0,
          probs_err, kSlack);
   r.within("layer_bound", "real layer: min over queries Ent(A_i) − bound(σσ_x) ≥ 0", 0, logT, layer_gap, kSlack);
@@ -264,11 +335,22 @@ Result run_entropy_bound(const Options& opts) {
   r.near("layer_reparam_entropy_const", "σReparam layer: mean Ent independent of s (max change)", 0, reparam_var, kSlack);
   r.near("layer_reparam_sigma_const", "σReparam layer: σ(W_K W_Qᵀ) independent of s (max rel. change)", 0,
          reparam_sig_var, kSlack);
-  const double s_max = scales.back();
+  const double s_max = g.scales.back();
   r.within("layer_plain_collapse", fmt::format("plain layer: Ent(s={:g}) < Ent(s=1)/2 (entropy collapse)", s_max), 0,
-           mean_ent[{false, 1.0}] / 2, mean_ent[{false, s_max}], 0, false);
+           layer.mean_ent.at({false, 1.0}) / 2, layer.mean_ent.at({false, s_max}), 0, false);
+}
 
-  // --- findings, series, figure --------------------------------------------------------------
+// ---- findings -----------------------------------------------------------------------------------
+void add_findings(Result& r, const Grid& g, const Measurements& m, const ScaleEffects& e) {
+  const auto& w = m.sweep;
+  const int64_t n_rows = w.n_rows, starts = g.starts, d = g.d, heads = g.heads, Tl = g.Tl;
+  const double rand_gap = w.rand_gap, adv_gap_min = w.adv_gap_min, adv_gap_max = w.adv_gap_max,
+               constr_err = w.constr_err;
+  const auto& layer = m.layer;
+  auto mean_ent = [&](bool reparam, double s) { return layer.mean_ent.at({reparam, s}); };
+  auto mean_sig = [&](bool reparam, double s) { return layer.mean_sig.at({reparam, s}); };
+  auto mean_bar = [&](bool reparam, double s) { return layer.mean_bar.at({reparam, s}); };
+  const double logT = std::log(static_cast<double>(Tl)), reparam_var = e.reparam_var;
   r.findings.push_back(fmt::format(
       "Theorem 3.1 holds and is tight: over {} random rows the smallest Ent − bound is {:.2e}; PGD from {} starts reaches "
       "the bound to within {:.1e} (never below: min gap {:.1e}); the extremal row matches it to {:.1e}",
@@ -279,31 +361,74 @@ Result run_entropy_bound(const Options& opts) {
       "σσ_x the bound is vacuous in a real layer: it is attained only by a row of norm σσ_x = ‖W‖‖X‖², while the "
       "measured rows have mean norm ‖a_i‖ = {:.2f}; at the rows' own norms the bound averages {:.3f}, still below the "
       "measured entropy (only the extremal one-high-rest-equal row attains it)",
-      d, heads, Tl, mean_sig[{false, 1.0}], mean_bar[{false, 1.0}] / mean_sig[{false, 1.0}], mean_bar[{false, 1.0}],
-      entropy_lower_bound(mean_bar[{false, 1.0}], Tl), mean_ent[{false, 1.0}], logT, mean_rn[{false, 1.0}],
-      mean_rb[{false, 1.0}]));
+      d, heads, Tl, mean_sig(false, 1.0), mean_bar(false, 1.0) / mean_sig(false, 1.0), mean_bar(false, 1.0),
+      entropy_lower_bound(mean_bar(false, 1.0), Tl), mean_ent(false, 1.0), logT, layer.mean_rn.at({false, 1.0}),
+      layer.mean_rb.at({false, 1.0})));
   std::string plain_list, sig_list;
-  for (double s : scales) {
-    plain_list += fmt::format("{}{:.3f}", plain_list.empty() ? "" : ", ", mean_ent[{false, s}]);
-    sig_list += fmt::format("{}{:.3g}", sig_list.empty() ? "" : ", ", mean_sig[{false, s}]);
+  for (double s : g.scales) {
+    plain_list += fmt::format("{}{:.3f}", plain_list.empty() ? "" : ", ", mean_ent(false, s));
+    sig_list += fmt::format("{}{:.3g}", sig_list.empty() ? "" : ", ", mean_sig(false, s));
   }
   r.findings.push_back(fmt::format(
       "Scaling W_Q, W_K by s = {{{}}}: plain σ = {{{}}}, mean entropy = {{{}}}; σReparam keeps σ = {:.3f} and entropy "
       "{:.4f} at every s (max change {:.1e})",
-      fmt::join(scales, ", "), sig_list, plain_list, mean_sig[{true, 1.0}], mean_ent[{true, 1.0}], reparam_var));
+      fmt::join(g.scales, ", "), sig_list, plain_list, mean_sig(true, 1.0), mean_ent(true, 1.0), reparam_var));
+}
 
-  r.config = {{"T_grid", Ts},        {"sigma_grid", sigmas}, {"rows_per_family", per_family}, {"families", 4},
-              {"pgd_starts", starts}, {"pgd_iters", iters},   {"dtype", "float64"},            {"slack", kSlack},
-              {"layer", {{"d", d}, {"heads", heads}, {"T", Tl}, {"examples", B}, {"bias", false}, {"scales", scales},
-                         {"init", "xavier"}, {"seed", opts.seed}}}};
+// ---- series, data files and figure --------------------------------------------------------------
+void add_plot(Result& r, const Grid& g, const Measurements& m) {
+  const auto& Ts = g.Ts;
+  const int64_t Tl = g.Tl;
+  std::string bound_s, rand_s, adv_s = "# T sigma adversarial_min bound construction\n";
+  for (size_t iT = 0; iT < Ts.size(); ++iT) {
+    const int64_t T = Ts[iT];
+    for (int i = 0; i <= 200; ++i) {  // bound curve, 𝛔 from 1e-3 to 1e3
+      const double s = std::pow(10.0, -3 + 6.0 * i / 200);
+      bound_s += fmt::format("{:.6g} {:.9g}\n", s, entropy_lower_bound(s, T));
+    }
+    bound_s += "\n\n";
+    for (auto& [norm, ent] : m.sweep.samples[iT]) rand_s += fmt::format("{:.6g} {:.9g}\n", norm, ent);
+    rand_s += "\n\n";
+  }
+  nlohmann::json adv_series = nlohmann::json::array();
+  for (auto& p : m.sweep.points) {
+    adv_s += fmt::format("{} {:g} {:.12g} {:.12g} {:.12g}\n", p.T, p.sigma, p.adversarial, p.bound, p.construction);
+    adv_series.push_back({{"T", p.T}, {"sigma", p.sigma}, {"bound", p.bound}, {"adversarial_min", p.adversarial},
+                          {"construction", p.construction}});
+  }
+  std::string bound_l;
+  for (int i = 0; i <= 200; ++i) {
+    const double s = std::pow(10.0, -1 + 5.5 * i / 200);
+    bound_l += fmt::format("{:.6g} {:.9g}\n", s, entropy_lower_bound(s, Tl));
+  }
+  std::string rows_s, heads_s = "# reparam s bar_sigma entropy bound sigma\n";
+  for (auto& q : m.layer.rows) rows_s += fmt::format("{:.6g} {:.9g} {}\n", q.norm, q.entropy, int(q.reparam));
+  for (auto& p : m.layer.pts)
+    heads_s += fmt::format("{} {:g} {:.6g} {:.9g} {:.6g} {:.6g}\n", int(p.reparam), p.s, p.bar_sigma, p.entropy,
+                           p.bound, p.sigma);
   nlohmann::json layer = nlohmann::json::array();
-  for (auto& p : pts)
+  for (auto& p : m.layer.pts)
     layer.push_back({{"reparam", p.reparam}, {"s", p.s}, {"sigma", p.sigma}, {"sigma_x", p.sigma_x},
                      {"bar_sigma", p.bar_sigma}, {"entropy", p.entropy}, {"bound", p.bound}});
   r.series = {{"grid", adv_series}, {"layer", layer}};
   r.data_files = {{"bound.dat", bound_s},         {"random.dat", rand_s},     {"adversarial.dat", adv_s},
                   {"layer_bound.dat", bound_l},   {"layer_rows.dat", rows_s}, {"layer_heads.dat", heads_s}};
   r.plot = [Ts, Tl](const std::string& dir, const std::string& png) { return plot_script(dir, png, Ts, Tl); };
+}
+
+}  // namespace
+
+Result run_entropy_bound(const Options& opts) {
+  const Grid g = make_grid(opts);
+  const Measurements m = measure(g);
+  const ScaleEffects e = scale_effects(g, m.layer);
+
+  Result r;
+  r.experiment = "entropy-bound";
+  r.config = make_config(g);
+  add_claims(r, g, m, e);
+  add_findings(r, g, m, e);
+  add_plot(r, g, m);
   return r;
 }
 

@@ -14,9 +14,11 @@
 // The paper's descriptions are compared as observations (theory=false) with 4 SEs; the SE of a
 // top/bottom ratio is taken on ln(ratio) per seed (SE over seeds), that of a depth slope is propagated from
 // the per-depth SEs (loglog_slope in theory_setting.h; disjoint seeds per depth).
+// Stages: grid → measure (one model: grad_profile_model.{h,cpp}) → summary → claims → findings → plot.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -26,6 +28,7 @@
 #include "stx/model/init.h"
 #include "stx/report/plot.h"
 #include "stx/theory/experiments.h"
+#include "stx/theory/grad_profile_model.h"
 #include "stx/theory/stats.h"
 #include "stx/theory/theory_setting.h"
 
@@ -33,94 +36,9 @@ namespace stx::theory {
 
 namespace {
 
-struct Batch {
-  torch::Tensor src, tgt_in, tgt_out;
-};
-Batch text_batch(const torch::Tensor& bytes, int64_t B, int64_t T, uint64_t seed) {
-  auto g = at::detail::createCPUGenerator(seed);
-  auto offs = torch::randint(0, bytes.size(0) - 2 * T, {B, 1}, g, torch::kInt64);
-  auto idx = offs + torch::arange(2 * T, torch::kInt64).unsqueeze(0);  // [B, 2T]
-  auto w = bytes.index({idx});
-  Batch b;
-  b.src = w.slice(1, 0, T);
-  b.tgt_out = w.slice(1, T, 2 * T);
-  b.tgt_in = torch::cat({torch::zeros({B, 1}, torch::kInt64), b.tgt_out.slice(1, 0, T - 1)}, 1);  // BOS = 0
-  return b;
-}
-
-// Per-layer W^{2,l} gradient norms of one N-N model: [stack][layer] → per-seed values.
-struct Profile {
-  std::vector<std::vector<double>> avg[2], mean[2];  // measure (1), (2); stack 0 = encoder, 1 = decoder
-};
-
-struct Settings {
-  int64_t d, d_ff, heads, S, K, B, T;
-};
-
-ModelConfig profile_config(const Settings& st, const SchemeRow& c, int64_t N) {
-  ModelConfig m;
-  m.arch = Arch::EncoderDecoder;
-  m.vocab_size = 256;
-  m.d_model = st.d;
-  m.n_heads = st.heads;
-  m.d_ff = st.d_ff;
-  m.encoder_layers = m.decoder_layers = N;
-  c.apply(m);
-  m.qk_init = QKInit::Xavier;
-  m.bias = true;
-  m.tie_embeddings = true;
-  m.positions = Positions::Sinusoidal;
-  m.embed_scale = true;
-  m.dropout = m.attention_dropout = 0;
-  m.max_len = std::max<int64_t>(1024, st.T + 1);
-  m.pad_id = -1;  // byte 0 never occurs in the text; it serves as BOS
-  return m;
-}
-
-Profile measure(const Settings& st, const SchemeRow& c, int64_t N, const torch::Tensor& bytes, uint64_t base) {
-  Profile p;
-  for (int s2 = 0; s2 < 2; ++s2) p.avg[s2].assign(N, {}), p.mean[s2].assign(N, {});
-  for (int64_t s = 0; s < st.S; ++s) {
-    const uint64_t seed = base + static_cast<uint64_t>(s);
-    Transformer model(profile_config(st, c, N));
-    initialize(*model, seed);
-    model->eval();  // no dropout; σReparam: no power iteration (u, v exact at init)
-    // Only the W^{2,l} gradients are needed: other parameters skip their weight gradients.
-    for (auto& t : model->parameters()) t.set_requires_grad(false);
-    std::vector<torch::Tensor*> W[2];
-    for (int64_t l = 0; l < N; ++l) {
-      W[0].push_back(&model->encoder->layers[l]->ffn->fc2->weight);
-      W[1].push_back(&model->decoder->layers[l]->ffn->fc2->weight);
-    }
-    for (int s2 = 0; s2 < 2; ++s2)
-      for (auto* w : W[s2]) w->set_requires_grad(true);
-    std::vector<torch::Tensor> sum[2];
-    std::vector<double> norms[2];
-    for (int s2 = 0; s2 < 2; ++s2) sum[s2].assign(N, {}), norms[s2].assign(N, 0.0);
-    for (int64_t k = 0; k < st.K; ++k) {
-      auto b = text_batch(bytes, st.B, st.T, (seed * 7919ULL + static_cast<uint64_t>(k)) ^ 0xB17E5ULL);
-      for (int s2 = 0; s2 < 2; ++s2)
-        for (auto* w : W[s2])
-          if (w->grad().defined()) w->mutable_grad().zero_();
-      auto logits = model->forward(b.src, b.tgt_in);
-      auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, 256}), b.tgt_out.reshape({-1}));
-      loss.backward();
-      torch::NoGradGuard ng;
-      for (int s2 = 0; s2 < 2; ++s2)
-        for (int64_t l = 0; l < N; ++l) {
-          auto g = W[s2][l]->grad();
-          sum[s2][l] = sum[s2][l].defined() ? sum[s2][l] + g : g.clone();
-          norms[s2][l] += g.norm().item<double>() / static_cast<double>(st.K);
-        }
-    }
-    for (int s2 = 0; s2 < 2; ++s2)
-      for (int64_t l = 0; l < N; ++l) {
-        p.avg[s2][l].push_back(sum[s2][l].norm().item<double>() / static_cast<double>(st.K));
-        p.mean[s2][l].push_back(norms[s2][l]);
-      }
-  }
-  return p;
-}
+using grad_profile::measure_profile;
+using grad_profile::Profile;
+using grad_profile::Settings;
 
 // ln(top/bottom layer gradient) of measure (1), per seed, as mean ± SE over seeds (the log keeps
 // the seed-to-seed spread of a ratio with a tiny denominator symmetric).
@@ -147,67 +65,166 @@ std::string join_values(const std::vector<double>& v, const char* f = "{:.3f}") 
   return s;
 }
 
-}  // namespace
+const char* const stack_name[2] = {"encoder", "decoder"};
 
-Result run_grad_profile(const Options& o) {
+// ---- grid: model settings, the (a)(b) depth N6, the (c)(d) depth sweep, the corpus -------------
+struct Grid {
+  bool full = false;            // --full (quick mode skips σReparam in the depth sweep)
+  Settings st{};
+  int64_t N6 = 6;               // the (a)(b) model is N6-N6
+  std::vector<int64_t> depths;  // the (c)(d) sweep
+  std::vector<int64_t> all;     // every depth measured: the sweep, and N6 first if not in it
+  size_t i6 = 0, ideep = 0;     // index in `all` of N6 and of the deepest model of the sweep
+  std::vector<size_t> idx;      // index in `all` of each depth of the sweep
+  torch::Tensor bytes;          // the corpus
+  uint64_t seed = 0;            // base seed
+};
+
+Grid make_grid(const Options& o) {
   const bool full = o.full;
+  Grid grid;
+  grid.full = full, grid.seed = o.seed;
   // Quick: a small 64-wide model (2 cores); --full: the paper's d=512, d_F=1024, 4 heads, 10 seeds.
   // --full runs ≈ 30 min on 2 cores (5 schemes × 6-6 … 14-14 at d=512).
   Settings st{o.d.value_or(full ? 512 : 64), 0, 4, o.seeds.value_or(full ? 10 : 6), 4, 8,
               o.tokens.value_or(full ? 32 : 24)};
   st.d_ff = o.d_ff.value_or(full ? 1024 : 2 * st.d);
   if (st.d % st.heads) st.heads = 1;
-  const int64_t N6 = o.layers.value_or(6);
-  std::vector<int64_t> depths = o.depths ? *o.depths : (full ? std::vector<int64_t>{6, 8, 10, 12, 14}
-                                                             : std::vector<int64_t>{6, 10, 14});
-  const auto bytes = read_byte_tokens(demo_text_path(), 1000, "grad-profile");
-  if (2 * st.T + 1 > bytes.size(0))
-    throw InputError(fmt::format("grad-profile: --tokens {} needs 2·T+1 ≤ {} corpus bytes", st.T, bytes.size(0)));
-  const auto& cols = scheme_columns(true);
-
-  Result r;
-  r.experiment = "grad-profile";
-  r.config = {{"arch", "encoder-decoder"}, {"layers_ab", N6}, {"depths_cd", depths}, {"d", st.d},
-              {"d_ff", st.d_ff}, {"heads", st.heads}, {"seeds", st.S}, {"minibatches_K", st.K},
-              {"batch_sequences", st.B}, {"tokens_T", st.T}, {"vocab", 256},
-              {"data", "byte tokens of data/demo/moby-dick-ch1.txt: src = T bytes, tgt = the next T, BOS 0"},
-              {"loss", "mean token cross-entropy, tied embedding, teacher forcing"},
-              {"init", "Xavier normal (q/k too), zero biases, LN γ=1 β=0, sinusoidal positions, √d embed scale; "
-                       "dropout off"},
-              {"measure_1", "‖mean_k g_k‖_F (paper: average over mini-batches, then the norm)"},
-              {"measure_2", "mean_k ‖g_k‖_F (mean of per-batch norms)"},
-              {"sigma_reparam_grad", "gradient of the raw weight W (Ŵ = γW/σ, γ = σ(W₀))"},
-              {"base_seed", o.seed}};
-
+  grid.st = st;
+  grid.N6 = o.layers.value_or(6);
+  grid.depths = o.depths ? *o.depths : (full ? std::vector<int64_t>{6, 8, 10, 12, 14}
+                                             : std::vector<int64_t>{6, 10, 14});
+  grid.bytes = read_byte_tokens(demo_text_path(), 1000, "grad-profile");
+  if (2 * st.T + 1 > grid.bytes.size(0))
+    throw InputError(fmt::format("grad-profile: --tokens {} needs 2·T+1 ≤ {} corpus bytes", st.T, grid.bytes.size(0)));
   // profiles[c][iN]; the (a)(b) model is depth N6 (measured once if it is in the depth grid).
-  std::vector<int64_t> all = depths;
-  if (std::find(all.begin(), all.end(), N6) == all.end()) all.insert(all.begin(), N6);
-  std::vector<std::vector<Profile>> prof(cols.size());
-  // Quick mode skips σReparam in the depth sweep: at init (γ = σ(W₀)) its forward is Post-LN's
-  // and its raw-weight gradient differs only by the u vᵀ component (see the 6-6 columns).
-  auto skip = [&](size_t c, int64_t N) { return !full && N != N6 && cols[c].sigma_reparam; };
-  for (size_t iN = 0; iN < all.size(); ++iN)
-    for (size_t c = 0; c < cols.size(); ++c)
-      prof[c].push_back(skip(c, all[iN]) ? Profile{} : measure(st, cols[c], all[iN], bytes, o.seed + 1000003ULL * (iN + 1)));
-  r.config["depth_sweep_schemes"] = full ? "all five" : "all but Post-LN+σReparam (≡ Post-LN at init)";
-  const size_t i6 = std::find(all.begin(), all.end(), N6) - all.begin();
-  const char* stack_name[2] = {"encoder", "decoder"};
+  auto& all = grid.all;
+  all = grid.depths;
+  if (std::find(all.begin(), all.end(), grid.N6) == all.end()) all.insert(all.begin(), grid.N6);
+  grid.i6 = std::find(all.begin(), all.end(), grid.N6) - all.begin();
+  for (auto N : grid.depths) grid.idx.push_back(std::find(all.begin(), all.end(), N) - all.begin());
+  grid.ideep = grid.idx.empty() ? grid.i6 : grid.idx.back();
+  return grid;
+}
 
-  // ---- (a)(b): per-layer profile of the N6-N6 model -----------------------------------------
+// Quick mode skips σReparam in the depth sweep: at init (γ = σ(W₀)) its forward is Post-LN's
+// and its raw-weight gradient differs only by the u vᵀ component (see the 6-6 columns).
+bool skip(const Grid& grid, const SchemeRow& c, int64_t N) { return !grid.full && N != grid.N6 && c.sigma_reparam; }
+bool swept(const Grid& grid, const SchemeRow& c) {  // measured at every depth of the sweep
+  return std::none_of(grid.depths.begin(), grid.depths.end(), [&](int64_t N) { return skip(grid, c, N); });
+}
+
+nlohmann::json make_config(const Grid& grid) {
+  const Settings& st = grid.st;
+  return {{"arch", "encoder-decoder"}, {"layers_ab", grid.N6}, {"depths_cd", grid.depths}, {"d", st.d},
+          {"d_ff", st.d_ff}, {"heads", st.heads}, {"seeds", st.S}, {"minibatches_K", st.K},
+          {"batch_sequences", st.B}, {"tokens_T", st.T}, {"vocab", 256},
+          {"data", "byte tokens of data/demo/moby-dick-ch1.txt: src = T bytes, tgt = the next T, BOS 0"},
+          {"loss", "mean token cross-entropy, tied embedding, teacher forcing"},
+          {"init", "Xavier normal (q/k too), zero biases, LN γ=1 β=0, sinusoidal positions, √d embed scale; "
+                   "dropout off"},
+          {"measure_1", "‖mean_k g_k‖_F (paper: average over mini-batches, then the norm)"},
+          {"measure_2", "mean_k ‖g_k‖_F (mean of per-batch norms)"},
+          {"sigma_reparam_grad", "gradient of the raw weight W (Ŵ = γW/σ, γ = σ(W₀))"},
+          {"base_seed", grid.seed},
+          {"depth_sweep_schemes", grid.full ? "all five" : "all but Post-LN+σReparam (≡ Post-LN at init)"}};
+}
+
+// ---- measure: prof[c][iN], scheme c at depth all[iN] (empty where skipped) ---------------------
+using Profiles = std::vector<std::vector<Profile>>;
+
+Profiles measure(const Grid& grid) {
+  const auto& cols = scheme_columns(true);
+  Profiles prof(cols.size());
+  for (size_t iN = 0; iN < grid.all.size(); ++iN)
+    for (size_t c = 0; c < cols.size(); ++c) {
+      const int64_t N = grid.all[iN];
+      const uint64_t base = grid.seed + 1000003ULL * (iN + 1);
+      prof[c].push_back(skip(grid, cols[c], N) ? Profile{} : measure_profile(grid.st, cols[c], N, grid.bytes, base));
+    }
+  return prof;
+}
+
+// ---- summary over seeds: per-layer profiles, last layer vs depth, the deepest model ------------
+struct LayerProfile {  // the N6-N6 model, per layer: measure (1) mean, SE; measure (2) mean, SE
+  std::vector<double> m1, e1, m2, e2;
+};
+struct DepthCurve {  // the last layer per depth of the sweep (empty where the scheme is not swept)
+  std::vector<double> m, e, m2;  // measure (1) mean, SE; measure (2) mean
+  SlopeFit fit;                  // log-log slope vs N (≥ 2 depths)
+};
+struct Summary {
+  std::vector<std::array<LayerProfile, 2>> layers;            // [c][stack]
+  std::vector<std::array<DepthCurve, 2>> depth;               // [c][stack]
+  std::array<std::array<std::vector<double>, 2>, 2> deepest;  // [Post-LN, Pre-LN][stack]: measure (1) per layer
+};
+
+Summary summarize(const Grid& grid, const Profiles& prof) {
+  const auto& cols = scheme_columns(true);
+  Summary sm;
+  sm.layers.resize(cols.size()), sm.depth.resize(cols.size());
+  std::vector<double> xN(grid.depths.begin(), grid.depths.end());
   for (size_t c = 0; c < cols.size(); ++c)
     for (int s2 = 0; s2 < 2; ++s2) {
-      const auto& p = prof[c][i6];
-      std::vector<double> m1, e1, m2, e2;
-      for (int64_t l = 0; l < N6; ++l) {
+      const auto& p = prof[c][grid.i6];
+      auto& lp = sm.layers[c][s2];
+      for (int64_t l = 0; l < grid.N6; ++l) {
         auto a = mean_se(p.avg[s2][l]), b = mean_se(p.mean[s2][l]);
-        m1.push_back(a.mean), e1.push_back(a.se), m2.push_back(b.mean), e2.push_back(b.se);
+        lp.m1.push_back(a.mean), lp.e1.push_back(a.se), lp.m2.push_back(b.mean), lp.e2.push_back(b.se);
       }
-      r.series["per_layer"][cols[c].key][stack_name[s2]] = {{"avg_then_norm", m1}, {"avg_then_norm_se", e1},
-                                                             {"mean_of_norms", m2}, {"mean_of_norms_se", e2}};
+      if (!swept(grid, cols[c])) continue;
+      auto& dc = sm.depth[c][s2];
+      for (size_t k : grid.idx) {
+        auto a = mean_se(prof[c][k].avg[s2].back());
+        dc.m.push_back(a.mean), dc.e.push_back(a.se), dc.m2.push_back(mean_se(prof[c][k].mean[s2].back()).mean);
+      }
+      if (grid.depths.size() >= 2) dc.fit = loglog_slope(xN, dc.m, dc.e);
+    }
+  for (size_t c : {size_t{0}, size_t{1}})
+    for (int s2 = 0; s2 < 2; ++s2)
+      for (auto& v : prof[c][grid.ideep].avg[s2]) sm.deepest[c][s2].push_back(mean_se(v).mean);
+  return sm;
+}
+
+// ---- claims: the paper's descriptions, as observations -----------------------------------------
+void add_claims(Result& r, const Grid& grid, const Profiles& prof, const Summary& sm) {
+  const int64_t N6 = grid.N6;
+  const size_t i6 = grid.i6;
+  for (int s2 = 0; s2 < 2; ++s2) {  // (a)(b)
+    const std::string sn = stack_name[s2];
+    const std::string nn = std::to_string(N6) + "-" + std::to_string(N6);
+    beyond(r, "post_grows_" + sn, "Post-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) > 0 (paper: grows "
+           "with l), measure (1)", true, 0.0, log_top_bottom(prof[0][i6], s2));
+    const auto pre = log_top_bottom(prof[1][i6], s2);
+    r.near("pre_flat_" + sn, "Pre-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) = 0 (paper: flat), measure (1)",
+           0.0, pre.mean, 4 * pre.se, false);
+  }
+  if (grid.depths.size() >= 3)  // (c)(d)
+    for (int s2 = 0; s2 < 2; ++s2) {
+      const std::string sn = stack_name[s2];
+      const auto& fp = sm.depth[0][s2].fit;
+      const auto& fr = sm.depth[1][s2].fit;
+      r.near("post_last_flat_" + sn, "Post-LN " + sn + " last-layer gradient flat in depth N (paper Fig. 3c,d): slope",
+             0.0, fp.slope, 4 * fp.se, false);
+      beyond(r, "pre_last_decreasing_" + sn, "Pre-LN " + sn + " last-layer gradient decreases with N (paper): slope",
+             false, 0.0, MeanSE{fr.slope, fr.se, 0, 0});
+    }
+}
+
+// ---- findings ----------------------------------------------------------------------------------
+void add_findings(Result& r, const Grid& grid, const Profiles& prof, const Summary& sm) {
+  const auto& cols = scheme_columns(true);
+  const int64_t N6 = grid.N6;
+  const size_t i6 = grid.i6, ideep = grid.ideep;
+  const auto &depths = grid.depths, &all = grid.all;
+  // (a)(b): per-layer profile of the N6-N6 model.
+  for (size_t c = 0; c < cols.size(); ++c)
+    for (int s2 = 0; s2 < 2; ++s2) {
+      const auto& lp = sm.layers[c][s2];
       r.findings.push_back(fmt::format("{} {} {}-{} per-layer ‖∂L/∂W^{{2,l}}‖, l = 1…{}: measure (1) {}; measure (2) "
                                        "{}; (1) {}",
-                                       cols[c].title, stack_name[s2], N6, N6, N6, join_values(m1), join_values(m2),
-                                       ratio_text(log_top_bottom(p, s2))));
+                                       cols[c].title, stack_name[s2], N6, N6, N6, join_values(lp.m1),
+                                       join_values(lp.m2), ratio_text(log_top_bottom(prof[c][i6], s2))));
     }
   {  // measure (1) against (2): how much averaging over mini-batches cancels
     std::string line = "Measure (1)/(2), mean over the layers of the 6-6 model:";
@@ -220,64 +237,27 @@ Result run_grad_profile(const Options& o) {
       }
     r.findings.push_back(line + fmt::format(" over K = {} mini-batches of {} sequences: at init the per-batch gradients "
                                             "share a dominant batch-independent part, so the paper's measure and the "
-                                            "mean of per-batch norms nearly agree.", st.K, st.B));
+                                            "mean of per-batch norms nearly agree.", grid.st.K, grid.st.B));
   }
-  for (int s2 = 0; s2 < 2; ++s2) {
-    const std::string sn = stack_name[s2];
-    const std::string nn = std::to_string(N6) + "-" + std::to_string(N6);
-    beyond(r, "post_grows_" + sn, "Post-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) > 0 (paper: grows "
-           "with l), measure (1)", true, 0.0, log_top_bottom(prof[0][i6], s2));
-    const auto pre = log_top_bottom(prof[1][i6], s2);
-    r.near("pre_flat_" + sn, "Pre-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) = 0 (paper: flat), measure (1)",
-           0.0, pre.mean, 4 * pre.se, false);
-  }
-
-  // ---- (c)(d): last layer's W² gradient against depth ----------------------------------------
-  std::vector<size_t> idx;
-  for (auto N : depths) idx.push_back(std::find(all.begin(), all.end(), N) - all.begin());
-  std::vector<double> xN(depths.begin(), depths.end());
-  std::vector<std::vector<SlopeFit>> fit(cols.size(), std::vector<SlopeFit>(2));
-  std::vector<std::vector<std::vector<MeanSE>>> last(cols.size(), std::vector<std::vector<MeanSE>>(2));
-  auto swept = [&](size_t c) { return std::none_of(depths.begin(), depths.end(), [&](int64_t N) { return skip(c, N); }); };
+  // (c)(d): last layer's W² gradient against depth.
   for (size_t c = 0; c < cols.size(); ++c)
     for (int s2 = 0; s2 < 2; ++s2) {
-      if (!swept(c)) continue;
-      std::vector<double> m, e, m2;
-      for (size_t k : idx) {
-        auto a = mean_se(prof[c][k].avg[s2].back());
-        last[c][s2].push_back(a);
-        m.push_back(a.mean), e.push_back(a.se), m2.push_back(mean_se(prof[c][k].mean[s2].back()).mean);
-      }
-      if (depths.size() >= 2) fit[c][s2] = loglog_slope(xN, m, e);
-      r.series["last_layer"][cols[c].key][stack_name[s2]] = {{"N", depths}, {"avg_then_norm", m}, {"avg_then_norm_se", e},
-                                                              {"mean_of_norms", m2}, {"slope_N", fit[c][s2].slope},
-                                                              {"slope_N_se", fit[c][s2].se}};
+      if (!swept(grid, cols[c])) continue;
+      const auto& dc = sm.depth[c][s2];
       r.findings.push_back(fmt::format("{} {} last-layer ‖∂L/∂W^{{2,N}}‖ for N-N, N = {}: measure (1) {}; (2) {}; "
                                        "log-log slope vs N {:.3f} ± {:.3f}",
-                                       cols[c].title, stack_name[s2], fmt::join(depths, ","), join_values(m),
-                                       join_values(m2), fit[c][s2].slope, fit[c][s2].se));
-    }
-  if (depths.size() >= 3)
-    for (int s2 = 0; s2 < 2; ++s2) {
-      const std::string sn = stack_name[s2];
-      const auto& fp = fit[0][s2];
-      r.near("post_last_flat_" + sn, "Post-LN " + sn + " last-layer gradient flat in depth N (paper Fig. 3c,d): slope",
-             0.0, fp.slope, 4 * fp.se, false);
-      beyond(r, "pre_last_decreasing_" + sn, "Pre-LN " + sn + " last-layer gradient decreases with N (paper): slope",
-             false, 0.0, MeanSE{fit[1][s2].slope, fit[1][s2].se, 0, 0});
+                                       cols[c].title, stack_name[s2], fmt::join(depths, ","), join_values(dc.m),
+                                       join_values(dc.m2), dc.fit.slope, dc.fit.se));
     }
   // Deepest model's per-layer profile (an earlier quick simulation: Post-LN grows toward the top at 12).
-  const size_t ideep = idx.empty() ? i6 : idx.back();
   for (size_t c : {size_t{0}, size_t{1}})
-    for (int s2 = 0; s2 < 2; ++s2) {
-      std::vector<double> m;
-      for (auto& v : prof[c][ideep].avg[s2]) m.push_back(mean_se(v).mean);
-      r.series["deepest_per_layer"][cols[c].key][stack_name[s2]] = m;
+    for (int s2 = 0; s2 < 2; ++s2)
       r.findings.push_back(fmt::format("{} {} {}-{} per-layer measure (1): {}; {}", cols[c].title, stack_name[s2],
-                                       all[ideep], all[ideep], join_values(m), ratio_text(log_top_bottom(prof[c][ideep], s2))));
-    }
+                                       all[ideep], all[ideep], join_values(sm.deepest[c][s2]),
+                                       ratio_text(log_top_bottom(prof[c][ideep], s2))));
   {
     auto x = [&](size_t c, size_t k, int s2) { return std::exp(log_top_bottom(prof[c][k], s2).mean); };
+    const SlopeFit fit[2][2] = {{sm.depth[0][0].fit, sm.depth[0][1].fit}, {sm.depth[1][0].fit, sm.depth[1][1].fit}};
     std::string line = fmt::format(
         "Paper vs measured: the paper says Post-LN's W^{{2,l}} gradient grows with l and Pre-LN's stays flat. "
         "Measured top/bottom layer ratios (measure (1); > 1 grows, < 1 decreases with l): Post-LN decoder ×{:.2f} at "
@@ -300,10 +280,28 @@ Result run_grad_profile(const Options& o) {
   r.findings.push_back(fmt::format(
       "Paper: Post-LN last-layer gradient 'around 1.6' (IWSLT14, d=512, real vocabulary); here Post-LN {} / {} "
       "(encoder / decoder, {}-{}, measure (1)) — the level depends on d, the vocabulary and the batch, only the depth "
-      "trend is comparable.", fmt::format("{:.3f}", last[0][0].front().mean), fmt::format("{:.3f}", last[0][1].front().mean),
-      depths.front(), depths.front()));
+      "trend is comparable.", fmt::format("{:.3f}", sm.depth[0][0].m.front()),
+      fmt::format("{:.3f}", sm.depth[0][1].m.front()), depths.front(), depths.front()));
+}
 
-  // ---- data and figure ------------------------------------------------------------------------
+// ---- series, data and figure -------------------------------------------------------------------
+void add_plot(Result& r, const Grid& grid, const Summary& sm) {
+  const auto& cols = scheme_columns(true);
+  const int64_t N6 = grid.N6;
+  const auto& depths = grid.depths;
+  for (size_t c = 0; c < cols.size(); ++c)
+    for (int s2 = 0; s2 < 2; ++s2) {
+      const auto& lp = sm.layers[c][s2];
+      r.series["per_layer"][cols[c].key][stack_name[s2]] = {{"avg_then_norm", lp.m1}, {"avg_then_norm_se", lp.e1},
+                                                             {"mean_of_norms", lp.m2}, {"mean_of_norms_se", lp.e2}};
+      if (!swept(grid, cols[c])) continue;
+      const auto& dc = sm.depth[c][s2];
+      r.series["last_layer"][cols[c].key][stack_name[s2]] = {{"N", grid.depths}, {"avg_then_norm", dc.m},
+                                                              {"avg_then_norm_se", dc.e}, {"mean_of_norms", dc.m2},
+                                                              {"slope_N", dc.fit.slope}, {"slope_N_se", dc.fit.se}};
+    }
+  for (size_t c : {size_t{0}, size_t{1}})
+    for (int s2 = 0; s2 < 2; ++s2) r.series["deepest_per_layer"][cols[c].key][stack_name[s2]] = sm.deepest[c][s2];
   for (int s2 = 0; s2 < 2; ++s2) {
     std::ostringstream t, u;
     t << "# layer";
@@ -313,16 +311,13 @@ Result run_grad_profile(const Options& o) {
     u << "\n";
     for (int64_t l = 0; l < N6; ++l) {
       t << l + 1;
-      for (size_t c = 0; c < cols.size(); ++c) {
-        auto a = mean_se(prof[c][i6].avg[s2][l]);
-        t << " " << a.mean << " " << a.se << " " << mean_se(prof[c][i6].mean[s2][l]).mean;
-      }
+      for (auto& lp : sm.layers) t << " " << lp[s2].m1[l] << " " << lp[s2].e1[l] << " " << lp[s2].m2[l];
       t << "\n";
     }
     for (size_t k = 0; k < depths.size(); ++k) {
       u << depths[k];
       for (size_t c = 0; c < cols.size(); ++c)
-        if (swept(c)) u << " " << last[c][s2][k].mean << " " << last[c][s2][k].se;
+        if (swept(grid, cols[c])) u << " " << sm.depth[c][s2].m[k] << " " << sm.depth[c][s2].e[k];
         else u << " NaN NaN";
       u << "\n";
     }
@@ -333,7 +328,7 @@ Result run_grad_profile(const Options& o) {
   std::vector<std::string> labels, colors;
   for (auto& c : cols) labels.push_back(c.title), colors.push_back(c.color);
   std::vector<bool> in_sweep;
-  for (size_t c = 0; c < ncols; ++c) in_sweep.push_back(swept(c));
+  for (size_t c = 0; c < ncols; ++c) in_sweep.push_back(swept(grid, cols[c]));
   r.plot = [labels, colors, ncols, N6, depths, in_sweep](const std::string& dir, const std::string& png) {
     std::ostringstream g;
     g << gnuplot_preamble(png, 1300, 900);
@@ -371,6 +366,21 @@ Result run_grad_profile(const Options& o) {
     g << "unset multiplot\n";
     return g.str();
   };
+}
+
+}  // namespace
+
+Result run_grad_profile(const Options& o) {
+  const Grid grid = make_grid(o);
+  const Profiles prof = measure(grid);
+  const Summary sm = summarize(grid, prof);
+
+  Result r;
+  r.experiment = "grad-profile";
+  r.config = make_config(grid);
+  add_claims(r, grid, prof, sm);
+  add_findings(r, grid, prof, sm);
+  add_plot(r, grid, sm);
   return r;
 }
 

@@ -117,17 +117,25 @@ SeedTaps run_seed(int64_t d, int64_t d_ff, int64_t L, int64_t n, uint64_t seed) 
   return out;
 }
 
-}  // namespace
+// ---- grid: the one setting measured ------------------------------------------------------------
+struct Grid {
+  int64_t d, L, d_ff, S, n;  // width, layers, FFN width d_F, seeds, tokens per sequence
+};
 
-Result run_lemma2(const Options& o) {
-  const int64_t d = o.d.value_or(o.full ? 512 : 128);
-  const int64_t L = o.layers.value_or(o.full ? 14 : 6);
-  const int64_t d_ff = o.d_ff.value_or(d);
-  const int64_t S = o.seeds.value_or(o.full ? 20 : 32);
-  const int64_t n = o.tokens.value_or(32);
-  if (d < 2 || L < 1 || d_ff < 1 || S < 2 || n < 1)
+Grid make_grid(const Options& o) {
+  Grid g;
+  g.d = o.d.value_or(o.full ? 512 : 128);
+  g.L = o.layers.value_or(o.full ? 14 : 6);
+  g.d_ff = o.d_ff.value_or(g.d);
+  g.S = o.seeds.value_or(o.full ? 20 : 32);
+  g.n = o.tokens.value_or(32);
+  if (g.d < 2 || g.L < 1 || g.d_ff < 1 || g.S < 2 || g.n < 1)
     throw InputError("lemma2: need d ≥ 2, layers ≥ 1, seeds ≥ 2");
+  return g;
+}
 
+// ---- measure: one SeedTaps per seed ------------------------------------------------------------
+std::vector<SeedTaps> measure(const Grid& g, uint64_t base_seed) {
   // Every tensor here is tiny ([1, n, d]); intra-op threads only add synchronization (7× slower on a
   // loaded 2-core machine), so run single-threaded and restore the caller's setting afterwards.
   struct OneThread {
@@ -136,57 +144,82 @@ Result run_lemma2(const Options& o) {
     ~OneThread() { torch::set_num_threads(saved); }
   } one_thread;
   std::vector<SeedTaps> seeds;
-  for (int64_t s = 0; s < S; ++s) seeds.push_back(run_seed(d, d_ff, L, n, o.seed + s));
+  for (int64_t s = 0; s < g.S; ++s) seeds.push_back(run_seed(g.d, g.d_ff, g.L, g.n, base_seed + s));
+  return seeds;
+}
 
-  const double c = 2.0 * d * d * d_ff / std::pow(static_cast<double>(d + d_ff), 2) / d;  // E‖FFN(u)‖²/d
-  const bool paper = d_ff == d;                 // the lemma assumes d_F = d; otherwise its numbers are probes
-  const int64_t K = paper ? 3 * L + 1 : 2 * L;  // theory claims below
-  const double alpha = 0.01 / static_cast<double>(K);
-  const double z = student_t_quantile(alpha, static_cast<double>(S - 1));
-  auto across = [&](auto get) {  // MeanSE over seeds of get(seed)
-    std::vector<double> xs;
-    for (auto& t : seeds) xs.push_back(get(t));
-    return mean_se(xs);
-  };
+// ---- statistics over the seeds -----------------------------------------------------------------
+struct Stats {
+  double c = 0;          // E‖FFN(u)‖²/d
+  bool paper = false;    // the lemma assumes d_F = d; otherwise its numbers are probes
+  int64_t K = 0;         // theory claims
+  double alpha = 0, z = 0;
+  std::vector<MeanSE> post, pre, pre_in, abar, step;  // per layer l = 1..L (index l − 1)
+  MeanSE pooled;         // per-seed mean over layers of post5
+};
 
-  Result r;
-  r.experiment = "lemma2";
-  r.config = {{"d", d},
-              {"layers", L},
-              {"d_ff", d_ff},
-              {"seeds", S},
-              {"tokens", n},
-              {"sequences_per_seed", 1},
-              {"base_seed", o.seed},
-              {"norm_eps", 0.0},
-              {"n_heads", 1},
-              {"qk_init", "zero"},
-              {"bias", "zero"},
-              {"init", "xavier-normal"},
-              {"dtype", "float64"},
-              {"intra_op_threads", 1},
-              {"input", "x_1 ~ N(0, I_d), no embedding"},
-              {"z", z},
-              {"z_rule", "two-sided Student-t quantile, S-1 dof, alpha = 0.01/K per claim (Bonferroni)"},
-              {"theory_claims_K", K},
-              {"alpha_per_claim", alpha},
-              {"post_tap", "encoder.layers.{l-1}.post5"},
-              {"pre_tap", "encoder.layers.{l-1}.output (= x_{l+1})"}};
+template <class Get>
+MeanSE across(const std::vector<SeedTaps>& seeds, Get get) {  // MeanSE over seeds of get(seed)
+  std::vector<double> xs;
+  for (auto& t : seeds) xs.push_back(get(t));
+  return mean_se(xs);
+}
 
-  std::vector<MeanSE> post(L), pre(L), pre_in(L), abar(L), step(L);
+Stats summarize(const Grid& g, const std::vector<SeedTaps>& seeds) {
+  const int64_t d = g.d, L = g.L, d_ff = g.d_ff, S = g.S;
+  Stats st;
+  st.c = 2.0 * d * d * d_ff / std::pow(static_cast<double>(d + d_ff), 2) / d;  // E‖FFN(u)‖²/d
+  st.paper = d_ff == d;                       // the lemma assumes d_F = d; otherwise its numbers are probes
+  st.K = st.paper ? 3 * L + 1 : 2 * L;        // theory claims below
+  st.alpha = 0.01 / static_cast<double>(st.K);
+  st.z = student_t_quantile(st.alpha, static_cast<double>(S - 1));
+  st.post.resize(L), st.pre.resize(L), st.pre_in.resize(L), st.abar.resize(L), st.step.resize(L);
   for (int64_t l = 0; l < L; ++l) {
-    post[l] = across([&](const SeedTaps& t) { return t.post5[l]; });
-    pre[l] = across([&](const SeedTaps& t) { return t.pre_out[l]; });
-    pre_in[l] = across([&](const SeedTaps& t) { return t.pre_in[l]; });
-    abar[l] = across([&](const SeedTaps& t) { return t.abar[l]; });
-    step[l] = across([&](const SeedTaps& t) { return t.pre_out[l] - t.pre_in[l] - t.abar[l]; });
+    st.post[l] = across(seeds, [&](const SeedTaps& t) { return t.post5[l]; });
+    st.pre[l] = across(seeds, [&](const SeedTaps& t) { return t.pre_out[l]; });
+    st.pre_in[l] = across(seeds, [&](const SeedTaps& t) { return t.pre_in[l]; });
+    st.abar[l] = across(seeds, [&](const SeedTaps& t) { return t.abar[l]; });
+    st.step[l] = across(seeds, [&](const SeedTaps& t) { return t.pre_out[l] - t.pre_in[l] - t.abar[l]; });
   }
-  const auto pooled = across([&](const SeedTaps& t) {  // per-seed mean over layers: the sharpest bias test
+  st.pooled = across(seeds, [&](const SeedTaps& t) {  // per-seed mean over layers: the sharpest bias test
     double a = 0;
     for (double v : t.post5) a += v;
     return a / static_cast<double>(L);
   });
+  return st;
+}
 
+nlohmann::json make_config(const Grid& g, const Stats& st, uint64_t base_seed) {
+  return {{"d", g.d},
+          {"layers", g.L},
+          {"d_ff", g.d_ff},
+          {"seeds", g.S},
+          {"tokens", g.n},
+          {"sequences_per_seed", 1},
+          {"base_seed", base_seed},
+          {"norm_eps", 0.0},
+          {"n_heads", 1},
+          {"qk_init", "zero"},
+          {"bias", "zero"},
+          {"init", "xavier-normal"},
+          {"dtype", "float64"},
+          {"intra_op_threads", 1},
+          {"input", "x_1 ~ N(0, I_d), no embedding"},
+          {"z", st.z},
+          {"z_rule", "two-sided Student-t quantile, S-1 dof, alpha = 0.01/K per claim (Bonferroni)"},
+          {"theory_claims_K", st.K},
+          {"alpha_per_claim", st.alpha},
+          {"post_tap", "encoder.layers.{l-1}.post5"},
+          {"pre_tap", "encoder.layers.{l-1}.output (= x_{l+1})"}};
+}
+
+// ---- claims ------------------------------------------------------------------------------------
+void add_claims(Result& r, const Grid& g, const Stats& st) {
+  const int64_t L = g.L;
+  const double c = st.c, z = st.z;
+  const bool paper = st.paper;
+  const auto &post = st.post, &pre = st.pre, &pre_in = st.pre_in, &step = st.step;
+  const MeanSE& pooled = st.pooled;
   for (int64_t l = 1; l <= L; ++l)
     r.near(fmt::format("post_ratio_l{}", l), fmt::format("Post-LN E‖x^(post,5)_{}‖²/d = 3/2", l), 1.5, post[l - 1].mean,
            z * post[l - 1].se, paper);
@@ -206,8 +239,15 @@ Result run_lemma2(const Options& o) {
     r.within(fmt::format("pre_literal_l{}", l),
              fmt::format("literal: 1+l/2 ≤ E‖x_l (input of l)‖²/d ≤ 1+3l/2, l={}", l), 1 + 0.5 * l, 1 + 1.5 * l,
              pre_in[l - 1].mean, z * pre_in[l - 1].se, false);
+}
 
-  // Findings.
+// ---- findings ----------------------------------------------------------------------------------
+void add_findings(Result& r, const Grid& g, const Stats& st) {
+  const int64_t d = g.d, L = g.L, d_ff = g.d_ff, n = g.n;
+  const double c = st.c, z = st.z;
+  const bool paper = st.paper;
+  const auto &post = st.post, &pre = st.pre, &pre_in = st.pre_in, &abar = st.abar;
+  const MeanSE& pooled = st.pooled;
   r.findings.push_back(fmt::format(
       "Post-LN: E‖x^(post,5)_l‖²/d over l=1..{} ranges {:.4f}–{:.4f}; pooled {:.4f} ± {:.4f} (SE), {:+.1f} SE from "
       "the exact expectation 1 + 2d·d_F/(d+d_F)² = {:.4f} (3/2 when d_F = d). With ε=0 that value is exact at every "
@@ -246,8 +286,15 @@ Result run_lemma2(const Options& o) {
                                  1 + 0.5 * first_fail)
                    : std::string(c < 0.5 ? "still holds here but its margin shrinks with l" : "holds")));
   }
+}
 
-  // Series and figure.
+// ---- series, data file and figure --------------------------------------------------------------
+void add_plot(Result& r, const Grid& grid, const Stats& st) {
+  const int64_t d = grid.d, L = grid.L, d_ff = grid.d_ff, S = grid.S, n = grid.n;
+  const double z = st.z;
+  const bool paper = st.paper;
+  const auto &post = st.post, &pre = st.pre, &pre_in = st.pre_in, &abar = st.abar, &step = st.step;
+  const MeanSE& pooled = st.pooled;
   nlohmann::json js = nlohmann::json::array();
   std::ostringstream dat;
   dat << "# l post_mean post_halfwidth pre_out_mean pre_out_halfwidth pre_in_mean abar_mean\n";
@@ -268,7 +315,7 @@ Result run_lemma2(const Options& o) {
   }
   r.series = {{"per_layer", js}, {"z", z}, {"post_pooled", {{"mean", pooled.mean}, {"se", pooled.se}}}};
   r.data_files = {{"lemma2.dat", dat.str()}};
-  const double post_exact = 1 + c;
+  const double post_exact = 1 + st.c;
   r.plot = [d, d_ff, n, S, L, z, post_exact, paper](const std::string& dir, const std::string& png) {
     std::ostringstream g;
     const std::string f = "'" + dir + "/lemma2.dat'";
@@ -289,6 +336,21 @@ Result run_lemma2(const Options& o) {
       << "unset multiplot\n";
     return g.str();
   };
+}
+
+}  // namespace
+
+Result run_lemma2(const Options& o) {
+  const Grid g = make_grid(o);
+  const std::vector<SeedTaps> seeds = measure(g, o.seed);
+  const Stats st = summarize(g, seeds);
+
+  Result r;
+  r.experiment = "lemma2";
+  r.config = make_config(g, st, o.seed);
+  add_claims(r, g, st);
+  add_findings(r, g, st);
+  add_plot(r, g, st);
   return r;
 }
 

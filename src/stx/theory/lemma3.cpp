@@ -44,21 +44,39 @@ struct Point {  // one input under one norm
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
-}  // namespace
+// ---- grid: width, draws, the input settings and the norms --------------------------------------
+struct Grid {
+  int64_t d = 0, draws = 0;
+  double eps = 0;              // the model's default norm_eps
+  std::vector<double> scales;  // zero-mean: x = σ g
+  std::vector<double> means;   // shifted: x = g + m
+  std::vector<Group> groups;
+};
 
-Result run_lemma3(const Options& o) {
-  const int64_t d = o.d.value_or(o.full ? 256 : 64);
-  const int64_t draws = o.seeds.value_or(o.full ? 5 : 3);
-  if (d < 3) throw InputError("lemma3: the closed form needs d ≥ 3");
-  if (draws < 1) throw InputError("lemma3: need ≥ 1 draw per input setting");
-  const double eps = 1e-5;                                               // the model's default norm_eps
-  const std::vector<double> scales{1e-3, 1e-2, 1e-1, 1, 10, 100, 1000};  // zero-mean: x = σ g
-  const std::vector<double> means{0.1, 0.3, 1, 3, 10, 30, 100};          // shifted: x = g + m
-  const std::vector<Group> groups{{NormKind::LayerNorm, 0.0, "LN ε=0", "ln0"},
-                                  {NormKind::LayerNorm, eps, "LN ε=1e-5", "lneps"},
-                                  {NormKind::RMSNorm, 0.0, "RMS ε=0", "rms0"},
-                                  {NormKind::RMSNorm, eps, "RMS ε=1e-5", "rmseps"}};
+Grid make_grid(const Options& o) {
+  Grid g;
+  g.d = o.d.value_or(o.full ? 256 : 64);
+  g.draws = o.seeds.value_or(o.full ? 5 : 3);
+  if (g.d < 3) throw InputError("lemma3: the closed form needs d ≥ 3");
+  if (g.draws < 1) throw InputError("lemma3: need ≥ 1 draw per input setting");
+  g.eps = 1e-5;                                     // the model's default norm_eps
+  g.scales = {1e-3, 1e-2, 1e-1, 1, 10, 100, 1000};  // zero-mean: x = σ g
+  g.means = {0.1, 0.3, 1, 3, 10, 30, 100};          // shifted: x = g + m
+  g.groups = {{NormKind::LayerNorm, 0.0, "LN ε=0", "ln0"},
+              {NormKind::LayerNorm, g.eps, "LN ε=1e-5", "lneps"},
+              {NormKind::RMSNorm, 0.0, "RMS ε=0", "rms0"},
+              {NormKind::RMSNorm, g.eps, "RMS ε=1e-5", "rmseps"}};
+  return g;
+}
 
+// ---- measure: every input under every norm -----------------------------------------------------
+struct Measurements {
+  size_t n_inputs = 0;                            // inputs per norm
+  std::map<std::string, std::vector<Point>> pts;  // group key → points
+};
+
+Measurements measure(const Grid& grid, uint64_t base_seed) {
+  const int64_t d = grid.d;
   // The inputs, shared by every norm.
   struct Input {
     std::string family;
@@ -66,14 +84,16 @@ Result run_lemma3(const Options& o) {
     torch::Tensor x;
   };
   std::vector<Input> inputs;
-  auto gen = at::detail::createCPUGenerator(0x1e33a3ULL * 1000003ULL + o.seed);
-  for (int64_t k = 0; k < draws; ++k) {
-    for (double s : scales) inputs.push_back({"zero-mean", s, 0.0, s * torch::randn({d}, gen, torch::kFloat64)});
-    for (double m : means) inputs.push_back({"shifted", 1.0, m, torch::randn({d}, gen, torch::kFloat64) + m});
+  auto gen = at::detail::createCPUGenerator(0x1e33a3ULL * 1000003ULL + base_seed);
+  for (int64_t k = 0; k < grid.draws; ++k) {
+    for (double s : grid.scales) inputs.push_back({"zero-mean", s, 0.0, s * torch::randn({d}, gen, torch::kFloat64)});
+    for (double m : grid.means) inputs.push_back({"shifted", 1.0, m, torch::randn({d}, gen, torch::kFloat64) + m});
   }
 
-  std::map<std::string, std::vector<Point>> pts;  // group key → points
-  for (auto& g : groups)
+  Measurements out;
+  out.n_inputs = inputs.size();
+  auto& pts = out.pts;
+  for (auto& g : grid.groups)
     for (auto& in : inputs) {
       Point p{in.family, in.scale, in.mean};
       auto J = norm_jacobian_autograd(g.kind, in.x, g.eps);
@@ -86,27 +106,55 @@ Result run_lemma3(const Options& o) {
       p.paper = paper_jacobian_norm(in.x);
       pts[g.key].push_back(p);
     }
+  return out;
+}
 
-  Result r;
-  r.experiment = "lemma3";
-  r.config = {{"d", d},
-              {"draws_per_setting", draws},
-              {"base_seed", o.seed},
-              {"eps_values", {0.0, eps}},
-              {"zero_mean_scales", scales},
-              {"shifted_means", means},
-              {"shifted_sigma", 1.0},
-              {"dtype", "float64"},
-              {"jacobian", "torch::autograd::grad per output row of stx::Norm (weight 1, bias 0)"},
-              {"spectral_norm", "torch::linalg::svdvals, largest"},
-              {"tolerance", 1e-9}};
+nlohmann::json make_config(const Grid& g, uint64_t base_seed) {
+  return {{"d", g.d},
+          {"draws_per_setting", g.draws},
+          {"base_seed", base_seed},
+          {"eps_values", {0.0, g.eps}},
+          {"zero_mean_scales", g.scales},
+          {"shifted_means", g.means},
+          {"shifted_sigma", 1.0},
+          {"dtype", "float64"},
+          {"jacobian", "torch::autograd::grad per output row of stx::Norm (weight 1, bias 0)"},
+          {"spectral_norm", "torch::linalg::svdvals, largest"},
+          {"tolerance", 1e-9}};
+}
 
+// ---- the paper's √d/‖x‖ against the true LN norm (ε = 0) ---------------------------------------
+struct PaperComparison {
+  double zero_worst = 1;             // worst true/paper ratio over the zero-mean inputs
+  double m3_true = 0, m3_paper = 0;  // N(3, I): true ‖J‖₂ and √d/‖x‖, mean over the draws
+  double m100_ratio = 0;             // N(100, I): true/paper
+};
+
+PaperComparison compare_with_paper(const Measurements& m) {
+  const auto& ln0 = m.pts.at("ln0");
+  auto avg = [&](double mean, double Point::*field) {  // mean over the draws of a shifted setting
+    double a = 0;
+    int k = 0;
+    for (auto& p : ln0)
+      if (p.family == "shifted" && p.mean == mean) a += p.*field, ++k;
+    return a / k;
+  };
+  PaperComparison c;
+  for (auto& p : ln0)
+    if (p.family == "zero-mean") c.zero_worst = std::max(c.zero_worst, p.autograd / p.paper);
+  c.m3_true = avg(3.0, &Point::autograd), c.m3_paper = avg(3.0, &Point::paper);
+  c.m100_ratio = avg(100.0, &Point::autograd) / avg(100.0, &Point::paper);
+  return c;
+}
+
+// ---- claims ------------------------------------------------------------------------------------
+void add_claims(Result& r, const Grid& grid, const Measurements& m, const PaperComparison& pc) {
   // Theory claims: per (norm, ε, input family), the worst relative error over all its inputs.
   const double tol = 1e-9;
-  for (auto& g : groups)
+  for (auto& g : grid.groups)
     for (std::string fam : {"zero-mean", "shifted"}) {
       double e_closed = 0, e_matrix = 0, e_fnorm = 0;
-      for (auto& p : pts[g.key])
+      for (auto& p : m.pts.at(g.key))
         if (p.family == fam)
           e_closed = std::max(e_closed, rel(p.closed, p.autograd)), e_matrix = std::max(e_matrix, p.matrix_err),
           e_fnorm = std::max(e_fnorm, rel(p.formula_norm, p.autograd));
@@ -125,36 +173,28 @@ Result run_lemma3(const Options& o) {
     }
 
   // Observations: the paper's √d/‖x‖ against the true LN norm (ε = 0).
-  auto avg = [&](double mean, double Point::*field) {  // mean over the draws of a shifted setting
-    double a = 0;
-    int k = 0;
-    for (auto& p : pts["ln0"])
-      if (p.family == "shifted" && p.mean == mean) a += p.*field, ++k;
-    return a / k;
-  };
-  double zero_worst = 1;  // worst true/paper ratio over the zero-mean inputs
-  for (auto& p : pts["ln0"])
-    if (p.family == "zero-mean") zero_worst = std::max(zero_worst, p.autograd / p.paper);
-  const double m3_true = avg(3.0, &Point::autograd), m3_paper = avg(3.0, &Point::paper);
-  const double m100_ratio = avg(100.0, &Point::autograd) / avg(100.0, &Point::paper);
   {
-    auto& c =
-        r.near("paper_zero_mean", "LN, zero-mean inputs: ‖J‖₂·‖x‖/√d = 1 (paper, worst)", 1.0, zero_worst, 0.1, false);
+    auto& c = r.near("paper_zero_mean", "LN, zero-mean inputs: ‖J‖₂·‖x‖/√d = 1 (paper, worst)", 1.0, pc.zero_worst,
+                     0.1, false);
     c.tolerance = "0.1 (chosen)";
   }
   {
-    auto& c = r.near("paper_mean3", fmt::format("LN, N(3, I), d={}: ‖J‖₂ vs paper √d/‖x‖ (draw mean)", d), m3_paper,
-                     m3_true, 0.1 * m3_paper, false);
+    auto& c = r.near("paper_mean3", fmt::format("LN, N(3, I), d={}: ‖J‖₂ vs paper √d/‖x‖ (draw mean)", grid.d),
+                     pc.m3_paper, pc.m3_true, 0.1 * pc.m3_paper, false);
     c.tolerance = "10% (chosen)";
   }
   {
-    auto& c = r.near("paper_mean100", "LN, N(100, I): ‖J‖₂·‖x‖/√d (paper: O(1))", 1.0, m100_ratio, 0.1, false);
+    auto& c = r.near("paper_mean100", "LN, N(100, I): ‖J‖₂·‖x‖/√d (paper: O(1))", 1.0, pc.m100_ratio, 0.1, false);
     c.tolerance = "0.1 (chosen)";
   }
+}
 
-  // Findings.
+// ---- findings ----------------------------------------------------------------------------------
+void add_findings(Result& r, const Grid& grid, const Measurements& m, const PaperComparison& pc) {
+  const int64_t d = grid.d, draws = grid.draws;
+  const double eps = grid.eps;
   double worst = 0, min_ratio = 1e300;
-  for (auto& [k, v] : pts)
+  for (auto& [k, v] : m.pts)
     for (auto& p : v) {
       worst = std::max({worst, rel(p.closed, p.autograd), p.matrix_err, rel(p.formula_norm, p.autograd)});
       if (k == "ln0") min_ratio = std::min(min_ratio, p.autograd / p.paper);
@@ -162,24 +202,29 @@ Result run_lemma3(const Options& o) {
   r.findings.push_back(fmt::format(
       "All closed forms match the explicit autograd Jacobian (d={}, {} inputs × 4 norms): worst relative error {:.1e}, "
       "i.e. float64 rounding (≈ d·1e-16); tolerance 1e-9.",
-      d, inputs.size(), worst));
+      d, m.n_inputs, worst));
   r.findings.push_back(fmt::format(
       "The paper's step √d/‖x − x̄‖ = O(√d/‖x‖) needs a small mean: at d={} with x ~ N(3, I) the true ‖J_LN‖₂ is {:.3f} "
       "(mean of {} draws; ≈ 1/σ = 1 up to the χ spread of ‖x − x̄‖) but √d/‖x‖ = {:.3f} (×{:.2f}; an earlier measurement, one draw "
       "at d=64: 1.057 vs 0.317); at mean 100 the ratio is ×{:.1f}: ‖x‖/‖x − x̄‖ ≈ sqrt(1 + mean²/σ²) is unbounded. "
       "LayerNorm's Jacobian ignores the mean, so √d/‖x‖ is only a lower bound (min true/paper over all inputs {:.4f}); "
       "for zero-mean Gaussians it is close (worst ratio {:.4f}, i.e. sqrt(1 + O(1/d))).",
-      d, m3_true, draws, m3_paper, m3_true / m3_paper, m100_ratio, min_ratio, zero_worst));
+      d, pc.m3_true, draws, pc.m3_paper, pc.m3_true / pc.m3_paper, pc.m100_ratio, min_ratio, pc.zero_worst));
   {
-    const Point& tiny = pts["lneps"].front();  // zero-mean σ = 1e-3, first draw
-    const Point& tiny0 = pts["ln0"].front();
+    const Point& tiny = m.pts.at("lneps").front();  // zero-mean σ = 1e-3, first draw
+    const Point& tiny0 = m.pts.at("ln0").front();
     r.findings.push_back(fmt::format(
         "RMSNorm's ‖J‖₂ is exactly √d/‖x‖ (ε=0): the paper's expression is exact for RMSNorm, mean or not. With ε=1e-5 "
         "both norms saturate at 1/√ε = {:.0f}: LayerNorm at σ=1e-3 gives {:.1f} instead of {:.1f} (ε=0).",
         1 / std::sqrt(eps), tiny.autograd, tiny0.autograd));
   }
+}
 
-  // Series and figure: ‖J‖₂ against ‖x‖, log-log.
+// ---- series, data files and figure: ‖J‖₂ against ‖x‖, log-log ----------------------------------
+void add_plot(Result& r, const Grid& grid, const Measurements& m) {
+  const int64_t d = grid.d, draws = grid.draws;
+  const double eps = grid.eps;
+  const auto& pts = m.pts;
   nlohmann::json js = nlohmann::json::object();
   const std::vector<std::pair<std::string, std::string>> plotted{
       {"ln0", "zero-mean"}, {"ln0", "shifted"}, {"lneps", "zero-mean"}, {"rms0", "shifted"}};
@@ -199,7 +244,7 @@ Result run_lemma3(const Options& o) {
   }
   r.series = js;
   for (auto& [k, fam] : plotted) {  // one block per draw (blank-line separated), each sorted by ‖x‖
-    const auto& v = pts[k];
+    const auto& v = pts.at(k);
     const size_t per_draw = v.size() / static_cast<size_t>(draws);
     std::ostringstream t;
     t << "# x_norm autograd closed paper  (one block per draw)\n";
@@ -232,6 +277,21 @@ Result run_lemma3(const Options& o) {
       << " u 1:2 w p pt 6 ps 1.6 lc rgb '#9467bd' t 'RMSNorm ε=0 autograd, N(m, I)'\n";
     return g.str();
   };
+}
+
+}  // namespace
+
+Result run_lemma3(const Options& o) {
+  const Grid grid = make_grid(o);
+  const Measurements m = measure(grid, o.seed);
+  const PaperComparison pc = compare_with_paper(m);
+
+  Result r;
+  r.experiment = "lemma3";
+  r.config = make_config(grid, o.seed);
+  add_claims(r, grid, m, pc);
+  add_findings(r, grid, m, pc);
+  add_plot(r, grid, m);
   return r;
 }
 

@@ -77,26 +77,45 @@ std::string plot_script(const std::string& dir, const std::string& png, double l
   return "stats '" + dir + "/toy.dat' u 2 every ::0::0 nooutput\nfirst = STATS_min\n" + g.str();
 }
 
-}  // namespace
+// ---- grid: the article's setting --------------------------------------------------------------
+struct Grid {
+  int64_t T = 16, d = 32;
+  uint64_t torch_seed = 0;  // default --seed 0: the article's manual_seed(0)
+  bool article = false;     // the printed table's setting: compare with it
+  double logT = 0;          // entropy of uniform attention
+};
 
-Result run_sigma_toy(const Options& opts) {
-  Result r;
-  r.experiment = "sigma-toy";
-  const int64_t T = opts.tokens.value_or(16), d = opts.d.value_or(32);
-  const uint64_t torch_seed = opts.seed;  // default --seed 0: the article's manual_seed(0)
-  const bool article = torch_seed == 0 && T == 16 && d == 32;
-  r.config = {{"T", T},
-              {"d", d},
-              {"torch_manual_seed", torch_seed},
-              {"scales", std::vector<double>(std::begin(kScales), std::end(kScales))},
-              {"power_iterations", kIters},
-              {"dtype", "float32"},
-              {"gamma", 1},
-              {"compares_with_printed_table", article}};
+Grid make_grid(const Options& opts) {
+  Grid g;
+  g.T = opts.tokens.value_or(16), g.d = opts.d.value_or(32);
+  g.torch_seed = opts.seed;  // default --seed 0: the article's manual_seed(0)
+  g.article = g.torch_seed == 0 && g.T == 16 && g.d == 32;
+  g.logT = std::log(static_cast<double>(g.T));
+  return g;
+}
 
-  // --- the article's computation, random calls in its order -------------------------------
+nlohmann::json make_config(const Grid& g) {
+  return {{"T", g.T},
+          {"d", g.d},
+          {"torch_manual_seed", g.torch_seed},
+          {"scales", std::vector<double>(std::begin(kScales), std::end(kScales))},
+          {"power_iterations", kIters},
+          {"dtype", "float32"},
+          {"gamma", 1},
+          {"compares_with_printed_table", g.article}};
+}
+
+// ---- measure: the article's computation, random calls in its order ------------------------------
+struct Measurements {
+  std::vector<Row> rows;
+  double rho_max = 0;        // largest σ₂/σ₁ among the matrices whose σ is power-iterated
+  double reparam_range = 0;  // largest row range of the σReparam logits (for the entropy tolerance)
+};
+
+Measurements measure(const Grid& g) {
+  const int64_t T = g.T, d = g.d;
   torch::NoGradGuard no_grad;
-  torch::manual_seed(torch_seed);
+  torch::manual_seed(g.torch_seed);
   auto X = torch::randn({T, d});
   const double sqrt_d = std::sqrt(static_cast<double>(d));
   auto Wq = torch::randn({d, d}) / sqrt_d;
@@ -104,9 +123,10 @@ Result run_sigma_toy(const Options& opts) {
   auto logits = [&](const torch::Tensor& q, const torch::Tensor& k) {
     return torch::matmul(torch::matmul(X, q), torch::matmul(X, k).t()) / sqrt_d;
   };
-  std::vector<Row> rows;
-  double rho_max = 0;          // largest σ₂/σ₁ among the matrices whose σ is power-iterated
-  double reparam_range = 0;    // largest row range of the σReparam logits (for the entropy tolerance)
+  Measurements m;
+  auto& rows = m.rows;
+  double& rho_max = m.rho_max;
+  double& reparam_range = m.reparam_range;
   for (double s : kScales) {
     auto Wq_s = Wq * s, Wk_s = Wk * s;
     auto P = torch::matmul(Wq_s, Wk_s.t());
@@ -126,13 +146,20 @@ Result run_sigma_toy(const Options& opts) {
       rho_max = std::max(rho_max, rho);
     rows.push_back(row);
   }
+  return m;
+}
 
-  // --- claims -------------------------------------------------------------------------------
+// ---- claims -------------------------------------------------------------------------------------
+void add_claims(Result& r, const Grid& g, const Measurements& m) {
+  const int64_t T = g.T, d = g.d;
+  const bool article = g.article;
+  const double logT = g.logT;
+  const auto& rows = m.rows;
+  const double rho_max = m.rho_max, reparam_range = m.reparam_range;
   // Float32 allowance: the article ran the same float32 computation on another CPU/BLAS, whose
   // summation order differs; for a length-n reduction the rounding error is ≤ n·ε₃₂ relative
   // (Higham's γ_n), n = max(T, d).
   const double n = static_cast<double>(std::max(T, d));
-  std::vector<std::string> edge_notes;  // cells whose printed digits differ (reported after the table)
   if (article) {
     // Reproduction: every cell equals the printed value to its printed decimals (half a unit of the
     // last digit) plus the float32 allowance.
@@ -148,14 +175,6 @@ Result run_sigma_toy(const Options& opts) {
              tol(kPrintedSigR, 1e-3));
       r.near(fmt::format("table_s{:g}_reparam_entropy", w.s), s + "σReparam Ent (article table)", kPrintedEntR,
              w.ent_r, tol(kPrintedEntR, 1e-4));
-      if (fmt::format("{:.3f}", w.sig_p) != fmt::format("{:.3f}", kPrintedSigP[i])) {
-        const double edge = kPrintedSigP[i] + (w.sig_p > kPrintedSigP[i] ? 0.0005 : -0.0005);
-        edge_notes.push_back(fmt::format(
-            "s={:g}: the article prints plain σ = {:.3f}; stx computes {:.7f} in float32 (exact float64 SVD: {:.7f}), "
-            "which prints {:.3f}. The value sits {:.1e} from the rounding boundary {:.4f}: the article's float32 result "
-            "landed on the other side of it — float32 summation order on another CPU/BLAS, within the claim's allowance",
-            w.s, kPrintedSigP[i], w.sig_p, w.svd_p, w.sig_p, std::abs(edge - w.sig_p), edge));
-      }
     }
   }
   // Power-iteration convergence (any seed): after k steps the Rayleigh estimate's relative error is
@@ -171,7 +190,6 @@ Result run_sigma_toy(const Options& opts) {
     ent_r_var = std::max(ent_r_var, std::abs(w.ent_r - rows[0].ent_r));
     if (i > 0) ent_p_rise = std::max(ent_p_rise, w.ent_p - rows[i - 1].ent_p);
   }
-  const double logT = std::log(static_cast<double>(T));
   r.near("power_iteration", "plain σ: 100-step power iteration = exact σ₁ (relative error)", 0, pi_err, delta);
   r.near("plain_sigma_s2", "plain σ(s) = s² σ(1) (relative error)", 0, s2_err, 2 * delta);
   // σ_r = σ(W_qW_kᵀ)/(σ̂(W_q)σ̂(W_k)) with three estimated norms, each off by ≤ δ, at two scales.
@@ -183,12 +201,43 @@ Result run_sigma_toy(const Options& opts) {
   // dEnt/dt = −t Var_A(z) ≤ 0 for logits t·z, t = s²: entropy cannot rise with s.
   r.within("plain_entropy_decreasing", "plain Ent non-increasing in s (largest step up)", -logT, 0, ent_p_rise,
            2 * n * kEps32 * logT);
+}
 
-  // --- table in the article's layout, findings, series --------------------------------------
-  r.findings.push_back(fmt::format("T={},  log(T)={:.4f}  (entropy of uniform attention); torch.manual_seed({})", T,
-                                   logT, torch_seed));
+// ---- findings: the table in the article's layout, and notes on cells at a rounding edge ---------
+void add_findings(Result& r, const Grid& g, const Measurements& m) {
+  const double logT = g.logT;
+  const auto& rows = m.rows;
+  std::vector<std::string> edge_notes;  // cells whose printed digits differ (reported after the table)
+  if (g.article)
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto& w = rows[i];
+      if (fmt::format("{:.3f}", w.sig_p) != fmt::format("{:.3f}", kPrintedSigP[i])) {
+        const double edge = kPrintedSigP[i] + (w.sig_p > kPrintedSigP[i] ? 0.0005 : -0.0005);
+        edge_notes.push_back(fmt::format(
+            "s={:g}: the article prints plain σ = {:.3f}; stx computes {:.7f} in float32 (exact float64 SVD: {:.7f}), "
+            "which prints {:.3f}. The value sits {:.1e} from the rounding boundary {:.4f}: the article's float32 result "
+            "landed on the other side of it — float32 summation order on another CPU/BLAS, within the claim's allowance",
+            w.s, kPrintedSigP[i], w.sig_p, w.svd_p, w.sig_p, std::abs(edge - w.sig_p), edge));
+      }
+    }
+  r.findings.push_back(fmt::format("T={},  log(T)={:.4f}  (entropy of uniform attention); torch.manual_seed({})", g.T,
+                                   logT, g.torch_seed));
   r.findings.push_back(fmt::format("{:>4} | {:>12} {:>7} | {:>15} {:>7}", "s", "plain: sigma", "Ent", "sReparam: sigma",
                                    "Ent"));
+  for (auto& w : rows)
+    r.findings.push_back(
+        fmt::format("{:>4.1f} | {:>12.3f} {:>7.4f} | {:>15.3f} {:>7.4f}", w.s, w.sig_p, w.ent_p, w.sig_r, w.ent_r));
+  r.findings.push_back(fmt::format(
+      "plain: σ grows like s² ({:.3f} → {:.3f}) and the entropy collapses {:.4f} → {:.4f} (log T = {:.4f}); "
+      "σReparam: σ = {:.3f}, Ent = {:.4f} at every s — W/σ(W) is scale-free, so nothing moves",
+      rows.front().sig_p, rows.back().sig_p, rows.front().ent_p, rows.back().ent_p, logT, rows.front().sig_r,
+      rows.front().ent_r));
+  r.findings.insert(r.findings.end(), edge_notes.begin(), edge_notes.end());
+}
+
+// ---- series, data file and figure ---------------------------------------------------------------
+void add_plot(Result& r, const Grid& g, const Measurements& m) {
+  const double logT = g.logT;
   std::ostringstream dat;
   dat << "# s plain_sigma plain_entropy reparam_sigma reparam_entropy exact_plain_sigma\n";
   nlohmann::json series = {{"s", nlohmann::json::array()},
@@ -197,9 +246,7 @@ Result run_sigma_toy(const Options& opts) {
                            {"reparam_sigma", nlohmann::json::array()},
                            {"reparam_entropy", nlohmann::json::array()},
                            {"exact_plain_sigma", nlohmann::json::array()}};
-  for (auto& w : rows) {
-    r.findings.push_back(
-        fmt::format("{:>4.1f} | {:>12.3f} {:>7.4f} | {:>15.3f} {:>7.4f}", w.s, w.sig_p, w.ent_p, w.sig_r, w.ent_r));
+  for (auto& w : m.rows) {
     dat << fmt::format("{:g} {:.9g} {:.9g} {:.9g} {:.9g} {:.12g}\n", w.s, w.sig_p, w.ent_p, w.sig_r, w.ent_r, w.svd_p);
     for (auto [k, v] : {std::pair<const char*, double>{"s", w.s}, {"plain_sigma", w.sig_p}, {"plain_entropy", w.ent_p},
                         {"reparam_sigma", w.sig_r}, {"reparam_entropy", w.ent_r}, {"exact_plain_sigma", w.svd_p}})
@@ -207,14 +254,22 @@ Result run_sigma_toy(const Options& opts) {
   }
   series["log_T"] = logT;
   r.series = series;
-  r.findings.push_back(fmt::format(
-      "plain: σ grows like s² ({:.3f} → {:.3f}) and the entropy collapses {:.4f} → {:.4f} (log T = {:.4f}); "
-      "σReparam: σ = {:.3f}, Ent = {:.4f} at every s — W/σ(W) is scale-free, so nothing moves",
-      rows.front().sig_p, rows.back().sig_p, rows.front().ent_p, rows.back().ent_p, logT, rows.front().sig_r,
-      rows.front().ent_r));
-  r.findings.insert(r.findings.end(), edge_notes.begin(), edge_notes.end());
   r.data_files = {{"toy.dat", dat.str()}};
   r.plot = [logT](const std::string& dir, const std::string& png) { return plot_script(dir, png, logT); };
+}
+
+}  // namespace
+
+Result run_sigma_toy(const Options& opts) {
+  const Grid g = make_grid(opts);
+  const Measurements m = measure(g);
+
+  Result r;
+  r.experiment = "sigma-toy";
+  r.config = make_config(g);
+  add_claims(r, g, m);
+  add_findings(r, g, m);
+  add_plot(r, g, m);
   return r;
 }
 
