@@ -19,8 +19,8 @@
 #include "stx/kernels/kernels.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
-#include "stx/train/loss.h"
 #include "stx/train/optimizer.h"
+#include "stx/train/train_step.h"
 
 namespace stx::bench {
 
@@ -57,10 +57,6 @@ torch::Tensor random_tokens(int64_t B, int64_t T, int64_t V, int64_t pad_id) {
 }
 
 // The batch of one step: (src, tgt_in, tgt_out) as the architecture needs them.
-struct Batch {
-  torch::Tensor src, tgt_in, target;
-};
-
 Batch make_batch(const ModelConfig& m, int64_t B, int64_t T, const torch::Device& dev) {
   using torch::indexing::Slice;
   Batch b;
@@ -69,7 +65,7 @@ Batch make_batch(const ModelConfig& m, int64_t B, int64_t T, const torch::Device
   if (m.arch == Arch::Decoder) b.tgt_in = in;
   else if (m.arch == Arch::Encoder) b.src = in;
   else b.src = random_tokens(B, T, m.vocab_size, m.pad_id).to(dev), b.tgt_in = in;
-  b.target = out;
+  b.tgt_out = out;
   return b;
 }
 
@@ -103,7 +99,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   r.threads = at::get_num_threads();
   set_kernels(o.reference_kernels ? Kernels::Reference : Kernels::Fused);
   r.kernels = o.reference_kernels ? "reference" : "fused";
-  const auto device = resolve_device(cfg.train.device);
+  const auto device = resolve_device(to_string(cfg.train.device));
   r.device = device.str();
   r.rss_before_mb = current_rss_mb();
 
@@ -121,13 +117,12 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   for (auto& p : model->named_parameters(true)) params.emplace_back(p.key(), p.value());
   for (auto& p : params) r.parameters += p.second.numel();
   Optimizer opt(params, cfg.train);
+  TrainStep step(*model, opt, cfg, device);  // the trainer's step (train/train_step.h)
   const auto batch = make_batch(m, r.batch, r.seq, device);
   r.rss_model_mb = current_rss_mb();
 
   auto forward_loss = [&] {
-    AutocastScope autocast(device);
-    auto logits = model->forward(batch.src, batch.tgt_in);
-    auto ls = label_smoothed_loss(logits, batch.target, cfg.train.label_smoothing, m.pad_id);
+    auto ls = step.forward(batch);
     return ls.loss / static_cast<double>(ls.tokens);
   };
   // One step; the phase times are only read (with a device sync) when `timed`.
@@ -144,14 +139,14 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
     synchronize(device);
     const auto t0 = Clock::now();
     const double c0 = cpu_seconds();
-    opt.zero_grad();
+    step.begin();
     auto loss = forward_loss();
     if (timed) synchronize(device);
     const auto t1 = Clock::now();
     loss.backward();
     if (timed) synchronize(device);
     const auto t2 = Clock::now();
-    opt.step(cfg.train.lr);
+    step.apply(step.grad_norm(), cfg.train.lr);
     synchronize(device);
     const auto t3 = Clock::now();
     const double c3 = cpu_seconds();
@@ -175,9 +170,9 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   if (!o.profile.empty()) {  // LibTorch's profiler over a few more steps: every op, forward and backward
     torch::autograd::profiler::RecordProfile trace(o.profile);
     for (int i = 0; i < kProfiledSteps; ++i) {
-      opt.zero_grad();
+      step.begin();
       forward_loss().backward();
-      opt.step(cfg.train.lr);
+      step.apply(step.grad_norm(), cfg.train.lr);
     }
   }
 

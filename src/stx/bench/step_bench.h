@@ -1,7 +1,8 @@
-// stx/bench/step_bench.h — the timed training-step loop of `stx bench`: the same Transformer,
-// initialize, Optimizer and label_smoothed_loss the trainer uses, on random tokens, W untimed
-// then N timed steps of zero_grad → forward → loss/tokens → backward → optimizer step; then the
-// step's FLOP count (flops.h) and the sgemm rate on its shapes (sgemm_rate.h).
+// stx/bench/step_bench.h — the timed training-step loop of `stx bench`: the trainer's own step
+// (train/train_step.h: the same Transformer, initialize, Optimizer and loss) on random tokens,
+// W untimed then N timed steps of zero_grad → forward → loss/tokens → backward → ‖g‖, clipping
+// and the optimizer step ("optimizer" in the phase times); then the step's FLOP count (flops.h)
+// and the sgemm rate on its shapes (sgemm_rate.h).
 #pragma once
 #include <cstdint>
 #include <string>

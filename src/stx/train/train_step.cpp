@@ -1,0 +1,41 @@
+// stx/train/train_step.cpp — see train_step.h.
+#include "stx/train/train_step.h"
+
+#include "stx/core/device.h"
+#include "stx/probe/diagnostics.h"
+
+namespace stx {
+
+void TrainStep::begin() {
+  model_.train();
+  opt_.zero_grad();
+}
+
+LossSums TrainStep::forward(const Batch& b) {
+  auto on = [&](const torch::Tensor& x) { return x.defined() ? x.to(device_) : x; };
+  AutocastScope autocast(device_);  // bf16 on CUDA
+  auto logits = model_.forward(on(b.src), on(b.tgt_in));
+  return label_smoothed_loss(logits, on(b.tgt_out), cfg_.train.label_smoothing, cfg_.model.pad_id);
+}
+
+double TrainStep::grad_norm() {
+  const auto flat = opt_.flat_grad();  // every gradient in one tensor (optimizer.h), if so
+  return flat.defined() ? flat.norm().item<double>() : probe::global_grad_norm(model_);
+}
+
+void TrainStep::apply(double gnorm, double lr) {
+  const double clip = cfg_.train.clip_norm;
+  if (clip > 0 && gnorm > clip) {
+    const double c = clip / (gnorm + 1e-6);
+    torch::NoGradGuard ng;
+    if (auto flat = opt_.flat_grad(); flat.defined()) {
+      flat.mul_(c);
+    } else {
+      for (auto& p : model_.parameters())
+        if (p.grad().defined()) p.grad().mul_(c);
+    }
+  }
+  opt_.step(lr);
+}
+
+}  // namespace stx
