@@ -45,15 +45,15 @@ TEST(Bleu, BrevityPenaltyAndMismatch) {
 }
 
 TEST(Schedule, Formulas) {
-  Schedule s{"inverse-sqrt", 1e-3, 4000, 100000};
+  Schedule s{ScheduleKind::InverseSqrt, 1e-3, 4000, 100000};
   EXPECT_DOUBLE_EQ(s.at(1), 1e-3 / 4000);
   EXPECT_DOUBLE_EQ(s.at(4000), 1e-3);
   EXPECT_DOUBLE_EQ(s.at(16000), 1e-3 * 0.5);
-  Schedule c{"cosine", 1e-3, 10, 110};
+  Schedule c{ScheduleKind::Cosine, 1e-3, 10, 110};
   EXPECT_DOUBLE_EQ(c.at(10), 1e-3);
   EXPECT_NEAR(c.at(60), 0.5e-3, 1e-15);
   EXPECT_NEAR(c.at(110), 0.0, 1e-15);
-  Schedule k{"constant", 2e-4, 0, 10};
+  Schedule k{ScheduleKind::Constant, 2e-4, 0, 10};
   EXPECT_DOUBLE_EQ(k.at(1), 2e-4);
   EXPECT_DOUBLE_EQ(k.at(1000), 2e-4);
 }

@@ -148,7 +148,7 @@ TEST(DataCorpus, SplitsOfADirectory) {
   EXPECT_HAS(msg, "has 2");
   EXPECT_HAS(msg, dir + "/odd.yy");
 
-  d.task = "lm";
+  d.task = Task::LM;
   write_gz(dir + "/train.txt.gz", "para one\npara two\n");
   c = load_corpus(d, "train");
   EXPECT_TRUE(c.src.empty());
@@ -164,7 +164,7 @@ TEST(DataCorpus, EmbeddedCorpora) {
   auto c = load_corpus(d, "valid");
   EXPECT_EQ(c.src.size(), 827u);
   EXPECT_EQ(c.tgt.size(), 827u);
-  d.task = "lm", d.corpus = "moby-dick";
+  d.task = Task::LM, d.corpus = "moby-dick";
   EXPECT_EQ(load_corpus(d, "valid").tgt.size(), 128u);
   EXPECT_HAS(error_of([&] { corpus_files(d, "dev"); }), "available splits: test, train, valid");
 }
@@ -199,10 +199,18 @@ void expect_same(const Batch& a, const Batch& b) {
   EXPECT_TRUE(torch::equal(a.tgt_out, b.tgt_out));
 }
 
+// The batcher's options with the test's special ids.
+BatcherOptions opts(int64_t max_tokens, int64_t max_len, uint64_t seed, bool shuffle) {
+  BatcherOptions o;
+  o.max_tokens = max_tokens, o.max_len = max_len, o.pad_id = kPad, o.bos_id = kBos, o.eos_id = kEos, o.seed = seed;
+  o.shuffle = shuffle;
+  return o;
+}
+
 TEST(DataBatcher, BudgetHeldAndEveryExampleOncePerEpoch) {
   const int64_t max_tokens = 200;
   auto ex = random_examples(500, 40, 1);
-  Batcher b(ex, max_tokens, 64, kPad, kBos, kEos, 7, true);
+  Batcher b(ex, opts(max_tokens, 64, 7, true));
   EXPECT_EQ(b.examples(), 500);
   EXPECT_EQ(b.dropped(), 0);
   for (int epoch = 0; epoch < 2; ++epoch) {
@@ -240,20 +248,20 @@ TEST(DataBatcher, DropsAndCountsUnusableExamples) {
   ex.push_back({std::vector<int32_t>(17, 5), {7}});               // src longer than max_len
   ex.push_back({{5, kEos}, std::vector<int32_t>(16, 7)});         // tgt + eos = 17 > max_len
   ex.push_back({{5, kEos}, std::vector<int32_t>(15, 7)});         // 16 tokens: kept
-  Batcher b(ex, 16, 16, kPad, kBos, kEos, 1, false);
+  Batcher b(ex, opts(16, 16, 1, false));
   EXPECT_EQ(b.dropped(), 3);
   EXPECT_EQ(b.examples(), 51);
-  Batcher small(ex, 12, 16, kPad, kBos, kEos, 1, false);  // the 16-token example alone exceeds 12
+  Batcher small(ex, opts(12, 16, 1, false));  // the 16-token example alone exceeds 12
   EXPECT_EQ(small.dropped(), 4);
-  auto msg = error_of([&] { Batcher(std::vector<Example>{{{kEos}, {}}}, 10, 10, kPad, kBos, kEos, 1, true); });
+  auto msg = error_of([&] { Batcher(std::vector<Example>{{{kEos}, {}}}, opts(10, 10, 1, true)); });
   EXPECT_HAS(msg, "no example survives");
-  EXPECT_HAS(error_of([&] { Batcher(ex, 0, 16, kPad, kBos, kEos, 1, true); }), "max_tokens");
+  EXPECT_HAS(error_of([&] { Batcher(ex, opts(0, 16, 1, true)); }), "max_tokens");
 }
 
 TEST(DataBatcher, ShuffleIsSeededPerEpoch) {
   auto ex = random_examples(400, 30, 3);
   auto order = [&](uint64_t seed, bool shuffle, int epochs) {
-    Batcher b(ex, 150, 64, kPad, kBos, kEos, seed, shuffle);
+    Batcher b(ex, opts(150, 64, seed, shuffle));
     std::vector<std::vector<int64_t>> out(static_cast<size_t>(epochs));
     for (int e = 0; e < epochs; ++e)
       for (int64_t i = 0; i < b.batches_per_epoch(); ++i) out[e].push_back(ids_of(b.next())[0]);
@@ -269,13 +277,13 @@ TEST(DataBatcher, ShuffleIsSeededPerEpoch) {
   EXPECT_EQ(sorted0, sorted1);  // the same batches, reordered
   const auto fixed = order(11, false, 2);
   EXPECT_EQ(fixed[0], fixed[1]);
-  Batcher b(ex, 150, 64, kPad, kBos, kEos, 11, false);
+  Batcher b(ex, opts(150, 64, 11, false));
   for (size_t i = 0; i < fixed[0].size(); ++i) EXPECT_EQ(ids_of(b.batch(static_cast<int64_t>(i)))[0], fixed[0][i]);
 }
 
 TEST(DataBatcher, SeekReproducesAnUninterruptedRun) {
   auto ex = random_examples(300, 30, 4);
-  Batcher run(ex, 120, 64, kPad, kBos, kEos, 5, true);
+  Batcher run(ex, opts(120, 64, 5, true));
   const int64_t nb = run.batches_per_epoch();
   std::vector<Batch> batches;
   std::vector<BatchPosition> positions;
@@ -284,7 +292,7 @@ TEST(DataBatcher, SeekReproducesAnUninterruptedRun) {
     batches.push_back(run.next());
   }
   for (size_t start : {size_t{0}, size_t(nb) / 3, size_t(nb), size_t(nb) + 5, batches.size() - 1}) {
-    Batcher resumed(ex, 120, 64, kPad, kBos, kEos, 5, true);
+    Batcher resumed(ex, opts(120, 64, 5, true));
     resumed.seek(positions[start]);
     for (size_t k = start; k < batches.size(); ++k) {
       EXPECT_EQ(resumed.position().epoch, positions[k].epoch);
@@ -292,7 +300,7 @@ TEST(DataBatcher, SeekReproducesAnUninterruptedRun) {
       expect_same(resumed.next(), batches[k]);
     }
   }
-  Batcher b(ex, 120, 64, kPad, kBos, kEos, 5, true);
+  Batcher b(ex, opts(120, 64, 5, true));
   EXPECT_THROW(b.seek({0, nb}), InputError);
   EXPECT_THROW(b.seek({0, -1}), InputError);
   EXPECT_THROW(b.seek({-1, 0}), InputError);
@@ -301,7 +309,7 @@ TEST(DataBatcher, SeekReproducesAnUninterruptedRun) {
 
 TEST(DataBatcher, PaddingBosEosLayout) {
   std::vector<Example> ex{{{5, 6, kEos}, {7, 8, 9}}, {{5, kEos}, {7}}};
-  Batcher b(ex, 1000, 10, kPad, kBos, kEos, 1, false);
+  Batcher b(ex, opts(1000, 10, 1, false));
   ASSERT_EQ(b.batches_per_epoch(), 1);
   Batch x = b.next();
   auto t = [](std::vector<std::vector<int64_t>> rows) {
@@ -318,7 +326,7 @@ TEST(DataBatcher, PaddingBosEosLayout) {
   EXPECT_EQ(x.src_tokens, 5);
   EXPECT_EQ(x.tgt_tokens, 6);
 
-  Batcher lm(std::vector<Example>{{{}, {9, 8}}}, 100, 10, kPad, kBos, kEos, 1, true);  // LM: no src
+  Batcher lm(std::vector<Example>{{{}, {9, 8}}}, opts(100, 10, 1, true));  // LM: no src
   Batch y = lm.next();
   EXPECT_FALSE(y.src.defined());
   EXPECT_TRUE(torch::equal(y.tgt_in, t({{kBos, 9, 8}})));

@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 
 #include "helpers.h"
+#include "stx/config/config_io.h"
 #include "stx/kernels/adam.h"
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/cross_entropy.h"
@@ -68,7 +69,9 @@ void check_attention(const AttnCase& c) {
   KernelsGuard guard;
   const int64_t B = 3, Tq = 5, Tk = c.cross ? 7 : 5, d = 12, H = 3;
   torch::manual_seed(5);
-  Attention attn(d, H, /*bias=*/true, /*sigma=*/false, c.dropout);
+  ModelConfig m;
+  m.d_model = d, m.n_heads = H, m.bias = true, m.sigma_reparam = false, m.attention_dropout = c.dropout;
+  Attention attn(m);
   {
     torch::NoGradGuard ng;
     for (auto& p : attn->parameters()) p.copy_(torch::randn_like(p) * 0.4);
@@ -247,7 +250,7 @@ TEST(Kernels, AdamPassEqualsReferenceOps) {
   for (std::string kind : {"adam", "adamw"}) {
     SCOPED_TRACE(kind);
     TrainConfig t;
-    t.optimizer = kind, t.betas = {0.9, 0.98}, t.eps = 1e-8, t.weight_decay = 0.05;
+    t.optimizer = parse_optimizer(kind), t.betas = {0.9, 0.98}, t.eps = 1e-8, t.weight_decay = 0.05;
     torch::manual_seed(4);
     const auto p0 = torch::randn({300, 70}), b0 = torch::randn({70});
     std::vector<torch::Tensor> after;

@@ -37,7 +37,7 @@ std::string tmp_path(const std::string& name) {
 
 TrainConfig train_cfg(const std::string& opt, double wd) {
   TrainConfig t;
-  t.optimizer = opt, t.betas = {0.9, 0.999}, t.eps = 1e-8, t.weight_decay = wd, t.momentum = 0.9;
+  t.optimizer = parse_optimizer(opt), t.betas = {0.9, 0.999}, t.eps = 1e-8, t.weight_decay = wd, t.momentum = 0.9;
   return t;
 }
 
@@ -221,7 +221,7 @@ struct TinyRun {
   explicit TinyRun(const std::string& optimizer = "adam") {
     cfg.model = test::tiny(Arch::EncoderDecoder, Scheme::Pre);
     cfg.model.dropout = 0.2;  // the trajectory depends on the RNG
-    cfg.train.optimizer = optimizer;
+    cfg.train.optimizer = parse_optimizer(optimizer);
     model = Transformer(cfg.model);
     initialize(*model, 3);
     model->train();
@@ -353,13 +353,13 @@ TEST(Checkpoint, ResumeIncompatibilityNamesFirstKey) {
   now.train.log_every = 1;
   now.train.eval_every = 7;
   now.train.checkpoint_every = 9;
-  now.train.on_divergence = "rollback";
+  now.train.on_divergence = OnDivergence::Rollback;
   EXPECT_EQ(resume_incompatibility(saved, now), "");
   now.model.d_model = 256;
   now.train.lr = 1.0;
   EXPECT_EQ(resume_incompatibility(saved, now), "model.d_model is 512 in the checkpoint but 256 now");
   now = saved;
-  now.train.optimizer = "sgd";
+  now.train.optimizer = OptimizerKind::SGD;
   EXPECT_EQ(resume_incompatibility(saved, now), "train.optimizer is adam in the checkpoint but sgd now");
   now = saved;
   now.train.betas = {0.9, 0.999};
@@ -387,7 +387,7 @@ TEST(OptimizerParity, MatchesTorchOptim) {
     // A "perturbed" case has one expectation moved on purpose: the comparison must catch it.
     const bool perturbed = c.value("perturbed", false);
     TrainConfig t;
-    t.optimizer = c["optimizer"];
+    t.optimizer = parse_optimizer(c["optimizer"].get<std::string>());
     t.betas = {c["betas"][0], c["betas"][1]};
     t.eps = c["eps"];
     t.weight_decay = c["weight_decay"];

@@ -42,7 +42,7 @@ void register_eval(Registry& reg) {
     const auto& cfg = r.config;
     nlohmann::json out = {{"run", o->run}, {"split", o->split}, {"checkpoint", r.checkpoint}, {"step", r.step}};
     if (o->baseline == "copy") {
-      if (cfg.data.task != "translation") throw InputError("--baseline copy needs a translation run");
+      if (cfg.data.task != Task::Translation) throw InputError("--baseline copy needs a translation run");
       auto c = load_corpus(cfg.data, o->split);
       const auto s = corpus_bleu(c.src, c.tgt);
       out["baseline"] = "copy";
@@ -58,7 +58,7 @@ void register_eval(Registry& reg) {
                   {"dropped", batches.dropped()}});
       std::string line = fmt::format("{} {} (step {}): loss {:.4f}  nll {:.4f}  ppl {:.2f}  ({} tokens)", o->run, o->split,
                                      r.step, v.loss, v.nll, std::exp(v.nll), v.tokens);
-      if (cfg.data.task == "translation") {
+      if (cfg.data.task == Task::Translation) {
         DecodeOptions d;
         d.beam = o->beam, d.length_penalty = o->lenpen;
         d.bos_id = r.vocab.bos_id, d.eos_id = r.vocab.eos_id, d.pad_id = r.vocab.pad_id;

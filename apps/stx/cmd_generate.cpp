@@ -28,7 +28,7 @@ void register_generate(Registry& reg) {
   sub->add_option("--seed", o->seed, "sampling seed");
   reg.add(sub, [o] {
     auto r = open_run(o->run, o->checkpoint);
-    if (r.config.data.task != "lm") throw InputError(o->run + " is a translation model; use `stx translate`");
+    if (r.config.data.task != Task::LM) throw InputError(o->run + " is a translation model; use `stx translate`");
     auto p = r.vocab.tgt->encode(o->prompt);
     std::vector<int32_t> prompt(p.begin(), p.end());
     const int64_t room = r.config.model.max_len - 1 - static_cast<int64_t>(prompt.size());

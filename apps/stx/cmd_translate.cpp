@@ -25,7 +25,7 @@ void register_translate(Registry& reg) {
   sub->add_option("--batch", o->batch, "sentences decoded together")->check(CLI::Range(1, 4096));
   reg.add(sub, [o] {
     auto r = open_run(o->run, o->checkpoint);
-    if (r.config.data.task != "translation") throw InputError(o->run + " is a language model; use `stx generate`");
+    if (r.config.data.task != Task::Translation) throw InputError(o->run + " is a language model; use `stx generate`");
     DecodeOptions d;
     d.beam = o->beam, d.length_penalty = o->lenpen;
     d.bos_id = r.vocab.bos_id, d.eos_id = r.vocab.eos_id, d.pad_id = r.vocab.pad_id;

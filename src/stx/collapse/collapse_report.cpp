@@ -62,7 +62,7 @@ std::string markdown(const std::string& command, const CollapsePlan& p, const st
       p.config_path.empty() ? "(defaults)" : p.config_path, to_string(m.arch),
       m.has_encoder() && m.has_decoder() ? fmt::format("{}-{}", m.encoder_layers, m.decoder_layers)
                                          : std::to_string(m.has_decoder() ? m.decoder_layers : m.encoder_layers),
-      m.d_model, m.n_heads, m.d_ff, p.base.data.task, p.base.data.corpus, p.base.train.max_tokens, p.steps, p.base.train.seed,
+      m.d_model, m.n_heads, m.d_ff, to_string(p.base.data.task), p.base.data.corpus, p.base.train.max_tokens, p.steps, p.base.train.seed,
       p.base.train.spike_zscore, p.base.train.lr, p.base.train.momentum, p.sgd_lr, p.quick ? " **Quick mode.**" : "");
   size_t ended = 0, skipped = 0;
   for (auto& e : es) ended += e.run.ended(), skipped += !e.skipped.empty();

@@ -17,6 +17,11 @@ enum class Activation { ReLU, GELU };
 enum class QKInit { Xavier, Zero };
 enum class Positions { Sinusoidal, Learned, None };
 enum class GammaInit { Sigma, One };
+enum class Task { Translation, LM };                        // data.task: translation | lm
+enum class OptimizerKind { Adam, AdamW, SGD };              // train.optimizer: adam | adamw | sgd
+enum class ScheduleKind { InverseSqrt, Cosine, Constant };  // train.schedule: inverse-sqrt | cosine | constant
+enum class OnDivergence { Stop, Skip, Rollback };           // train.on_divergence: stop | skip | rollback
+enum class DeviceKind { CPU, CUDA };                        // train.device: cpu | cuda
 
 struct ModelConfig {
   Arch arch = Arch::EncoderDecoder;
@@ -47,13 +52,13 @@ struct ModelConfig {
 };
 
 struct TrainConfig {
-  std::string optimizer = "adam";  // adam | adamw | sgd
+  OptimizerKind optimizer = OptimizerKind::Adam;
   double lr = 5e-4;
   std::array<double, 2> betas{0.9, 0.98};
   double eps = 1e-8;
   double weight_decay = 1e-4;
   double momentum = 0.9;
-  std::string schedule = "inverse-sqrt";  // inverse-sqrt | cosine | constant
+  ScheduleKind schedule = ScheduleKind::InverseSqrt;
   int64_t warmup_steps = 4000;
   int64_t max_steps = 1000;
   int64_t max_tokens = 4096;
@@ -64,8 +69,8 @@ struct TrainConfig {
   int64_t checkpoint_every = 200;
   int64_t seed = 1;
   bool checkpoint_activations = false;
-  std::string on_divergence = "stop";  // stop | skip | rollback
-  std::string device = "cpu";          // cpu | cuda
+  OnDivergence on_divergence = OnDivergence::Stop;
+  DeviceKind device = DeviceKind::CPU;
   int64_t update_freq = 1;             // batches per update (gradient accumulation)
   int64_t spike_window = 100;          // divergence guard: losses in the z-score window
   double spike_zscore = 8.0;           // a loss this many standard deviations above the window mean is a spike (0: off)
@@ -80,7 +85,7 @@ struct TrainConfig {
 };
 
 struct DataConfig {
-  std::string task = "translation";  // translation | lm
+  Task task = Task::Translation;
   std::string corpus = "bible-es-en";
   std::string src_lang = "es";
   std::string tgt_lang = "en";
@@ -102,5 +107,10 @@ std::string to_string(Activation);
 std::string to_string(QKInit);
 std::string to_string(Positions);
 std::string to_string(GammaInit);
+std::string to_string(Task);
+std::string to_string(OptimizerKind);
+std::string to_string(ScheduleKind);
+std::string to_string(OnDivergence);
+std::string to_string(DeviceKind);
 
 }  // namespace stx

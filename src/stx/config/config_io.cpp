@@ -80,6 +80,13 @@ const EnumNames<Activation> kAct{{{"relu", Activation::ReLU}, {"gelu", Activatio
 const EnumNames<QKInit> kQK{{{"xavier", QKInit::Xavier}, {"zero", QKInit::Zero}}};
 const EnumNames<Positions> kPos{{{"sinusoidal", Positions::Sinusoidal}, {"learned", Positions::Learned}, {"none", Positions::None}}};
 const EnumNames<GammaInit> kGamma{{{"sigma", GammaInit::Sigma}, {"one", GammaInit::One}}};
+const EnumNames<Task> kTask{{{"translation", Task::Translation}, {"lm", Task::LM}}};
+const EnumNames<OptimizerKind> kOptimizer{{{"adam", OptimizerKind::Adam}, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::SGD}}};
+const EnumNames<ScheduleKind> kSchedule{
+    {{"inverse-sqrt", ScheduleKind::InverseSqrt}, {"cosine", ScheduleKind::Cosine}, {"constant", ScheduleKind::Constant}}};
+const EnumNames<OnDivergence> kOnDivergence{
+    {{"stop", OnDivergence::Stop}, {"skip", OnDivergence::Skip}, {"rollback", OnDivergence::Rollback}}};
+const EnumNames<DeviceKind> kDevice{{{"cpu", DeviceKind::CPU}, {"cuda", DeviceKind::CUDA}}};
 
 Key int_key(const std::string& name, int64_t& v) {
   const std::string allowed = "an integer";
@@ -99,17 +106,6 @@ template <class E>
 Key enum_key(const std::string& name, E& v, const EnumNames<E>& names) {
   return {name, names.allowed(), [&v, name, &names](const std::string& s) { v = names.parse(name, s); },
           [&v, &names] { return nlohmann::json(names.name(v)); }};
-}
-Key choice_key(const std::string& name, std::string& v, std::vector<std::string> choices) {
-  std::string allowed;
-  for (auto& c : choices) allowed += (allowed.empty() ? "" : " | ") + c;
-  return {name, allowed,
-          [&v, name, choices, allowed](const std::string& s) {
-            for (auto& c : choices)
-              if (c == s) { v = s; return; }
-            bad_value(name, s, allowed);
-          },
-          [&v] { return nlohmann::json(v); }};
 }
 Key string_key(const std::string& name, std::string& v) {
   return {name, "a non-empty string",
@@ -165,13 +161,13 @@ std::vector<Key> keys_of(Config& c) {
       real_key("model.attention_dropout", m.attention_dropout),
       int_key("model.max_len", m.max_len),
       int_key("model.pad_id", m.pad_id),
-      choice_key("train.optimizer", t.optimizer, {"adam", "adamw", "sgd"}),
+      enum_key("train.optimizer", t.optimizer, kOptimizer),
       real_key("train.lr", t.lr),
       pair_key("train.betas", t.betas),
       real_key("train.eps", t.eps),
       real_key("train.weight_decay", t.weight_decay),
       real_key("train.momentum", t.momentum),
-      choice_key("train.schedule", t.schedule, {"inverse-sqrt", "cosine", "constant"}),
+      enum_key("train.schedule", t.schedule, kSchedule),
       int_key("train.warmup_steps", t.warmup_steps),
       int_key("train.max_steps", t.max_steps),
       int_key("train.max_tokens", t.max_tokens),
@@ -182,8 +178,8 @@ std::vector<Key> keys_of(Config& c) {
       int_key("train.checkpoint_every", t.checkpoint_every),
       int_key("train.seed", t.seed),
       bool_key("train.checkpoint_activations", t.checkpoint_activations),
-      choice_key("train.on_divergence", t.on_divergence, {"stop", "skip", "rollback"}),
-      choice_key("train.device", t.device, {"cpu", "cuda"}),
+      enum_key("train.on_divergence", t.on_divergence, kOnDivergence),
+      enum_key("train.device", t.device, kDevice),
       int_key("train.update_freq", t.update_freq),
       int_key("train.spike_window", t.spike_window),
       real_key("train.spike_zscore", t.spike_zscore),
@@ -195,7 +191,7 @@ std::vector<Key> keys_of(Config& c) {
       int_key("train.valid_sentences", t.valid_sentences),
       real_key("train.bucket_mb", t.bucket_mb),
       int_key("train.dist_timeout_s", t.dist_timeout_s),
-      choice_key("data.task", d.task, {"translation", "lm"}),
+      enum_key("data.task", d.task, kTask),
       string_key("data.corpus", d.corpus),
       string_key("data.src_lang", d.src_lang),
       string_key("data.tgt_lang", d.tgt_lang),
@@ -249,6 +245,13 @@ std::string to_string(Activation v) { return kAct.name(v); }
 std::string to_string(QKInit v) { return kQK.name(v); }
 std::string to_string(Positions v) { return kPos.name(v); }
 std::string to_string(GammaInit v) { return kGamma.name(v); }
+std::string to_string(Task v) { return kTask.name(v); }
+std::string to_string(OptimizerKind v) { return kOptimizer.name(v); }
+std::string to_string(ScheduleKind v) { return kSchedule.name(v); }
+std::string to_string(OnDivergence v) { return kOnDivergence.name(v); }
+std::string to_string(DeviceKind v) { return kDevice.name(v); }
+
+OptimizerKind parse_optimizer(const std::string& name) { return kOptimizer.parse("train.optimizer", name); }
 
 std::vector<std::string> config_keys() {
   Config c;

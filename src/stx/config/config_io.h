@@ -33,6 +33,9 @@ Config config_from_json(const nlohmann::json& j);
 // The same content as YAML text (for RUN/config.yaml).
 std::string config_to_yaml(const Config& cfg);
 
+// A train.optimizer name ("adamw") as its enum; InputError listing the names.
+OptimizerKind parse_optimizer(const std::string& name);
+
 // All keys, "section.key", in declaration order (for messages and docs).
 std::vector<std::string> config_keys();
 

@@ -35,11 +35,11 @@ uint64_t below(std::mt19937_64& g, uint64_t n) {
 
 }  // namespace
 
-Batcher::Batcher(std::vector<Example> examples, int64_t max_tokens, int64_t max_len, int64_t pad_id, int64_t bos_id,
-                 int64_t eos_id, uint64_t seed, bool shuffle) {
+Batcher::Batcher(std::vector<Example> examples, const BatcherOptions& o) {
+  const int64_t max_tokens = o.max_tokens, max_len = o.max_len;
   if (max_tokens <= 0) throw InputError("batcher: max_tokens must be > 0, got " + std::to_string(max_tokens));
   if (max_len <= 0) throw InputError("batcher: max_len must be > 0, got " + std::to_string(max_len));
-  pad_ = pad_id, bos_ = bos_id, eos_ = eos_id, seed_ = seed, shuffle_ = shuffle;
+  pad_ = o.pad_id, bos_ = o.bos_id, eos_ = o.eos_id, seed_ = o.seed, shuffle_ = o.shuffle;
   lm_ = std::all_of(examples.begin(), examples.end(), [](const Example& e) { return e.src.empty(); });
 
   // Filter; key = max(S, T) with S = |src| (eos included by the caller), T = |tgt| + 1.

@@ -29,6 +29,15 @@ struct BatchPosition {
   int64_t index = 0;  // next batch within the epoch's order
 };
 
+// How examples become batches.
+struct BatcherOptions {
+  int64_t max_tokens = 4096;  // a batch's cost B · max(S, T) never exceeds it
+  int64_t max_len = 1024;     // tokens per side, bos/eos included
+  int64_t pad_id = 0, bos_id = 1, eos_id = 2;
+  uint64_t seed = 0;          // the per-epoch shuffle's seed
+  bool shuffle = false;       // false: a fixed order (validation, evaluation)
+};
+
 class Batcher {
  public:
   // Examples with an empty tgt, or with more than max_len tokens on a side (after adding
@@ -36,8 +45,7 @@ class Batcher {
   // never exceeds max_tokens (an example alone over max_tokens is dropped too). Batches are
   // formed once, from examples sorted by (max(S, T), then input order); with shuffle=false the
   // order is fixed (validation, evaluation). InputError if no example survives.
-  Batcher(std::vector<Example> examples, int64_t max_tokens, int64_t max_len, int64_t pad_id, int64_t bos_id,
-          int64_t eos_id, uint64_t seed, bool shuffle);
+  Batcher(std::vector<Example> examples, const BatcherOptions& o);
 
   Batch next();  // the batch at position(), then advances (a new epoch after the last batch)
   BatchPosition position() const;

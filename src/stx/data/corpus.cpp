@@ -106,7 +106,7 @@ void check_utf8(const std::string& path, const std::string& line, size_t lineno)
   }
 }
 
-bool is_lm(const DataConfig& d) { return d.task == "lm"; }
+bool is_lm(const DataConfig& d) { return d.task == Task::LM; }
 
 // Split names present in `dir`: for translation those with both SPLIT.src and SPLIT.tgt files
 // (plain or .gz), for lm those with SPLIT.txt[.gz].

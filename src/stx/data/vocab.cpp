@@ -127,7 +127,7 @@ std::string model_for(const DataConfig& d, const std::string& dir, const std::st
     for (auto& s : *t)
       if (!s.empty()) text_hash.update(s), text_hash.update("\n"), ++lines;
   Sha256 key;
-  key.update(std::string(kRecipe) + "\ncorpus=" + d.corpus + "\ntask=" + d.task + "\nsrc=" + d.src_lang +
+  key.update(std::string(kRecipe) + "\ncorpus=" + d.corpus + "\ntask=" + to_string(d.task) + "\nsrc=" + d.src_lang +
              "\ntgt=" + d.tgt_lang + "\njoint=" + (d.joint_vocab ? "1" : "0") + "\nside=" + what +
              "\nvocab=" + std::to_string(d.spm_vocab_size) + "\ntext=" + text_hash.hex() + "\n");
   const std::string name = slug(d.corpus) + "." + slug(what) + "." + std::to_string(d.spm_vocab_size) + "." +
@@ -184,7 +184,7 @@ VocabFiles prepare_vocab(const DataConfig& d, const std::string& cache_dir) {
 
   const Corpus c = load_corpus(d, "train");
   VocabFiles v;
-  if (d.task == "lm") {
+  if (d.task == Task::LM) {
     v.tgt = model_for(d, dir, "lm", {&c.tgt});
   } else if (d.joint_vocab) {
     v.src = v.tgt = model_for(d, dir, d.src_lang + "+" + d.tgt_lang, {&c.src, &c.tgt});

@@ -8,12 +8,14 @@
 
 namespace stx {
 
-AttentionImpl::AttentionImpl(int64_t d, int64_t heads, bool bias, bool sigma_reparam, double attention_dropout)
-    : heads_(heads), d_head_(d / heads), attention_dropout_(attention_dropout) {
-  q_proj = register_module("q_proj", Linear(d, d, bias, sigma_reparam));
-  k_proj = register_module("k_proj", Linear(d, d, bias, sigma_reparam));
-  v_proj = register_module("v_proj", Linear(d, d, bias, sigma_reparam));
-  out_proj = register_module("out_proj", Linear(d, d, bias, sigma_reparam));
+AttentionImpl::AttentionImpl(const ModelConfig& m)
+    : heads_(m.n_heads), d_head_(m.d_model / m.n_heads), attention_dropout_(m.attention_dropout) {
+  const auto d = m.d_model;
+  const auto o = LinearOptions::of(m);
+  q_proj = register_module("q_proj", Linear(d, d, o));
+  k_proj = register_module("k_proj", Linear(d, d, o));
+  v_proj = register_module("v_proj", Linear(d, d, o));
+  out_proj = register_module("out_proj", Linear(d, d, o));
 }
 
 torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

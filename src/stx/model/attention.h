@@ -11,7 +11,8 @@ namespace stx {
 
 class AttentionImpl : public torch::nn::Module {
  public:
-  AttentionImpl(int64_t d, int64_t heads, bool bias, bool sigma_reparam, double attention_dropout);
+  // model.d_model, n_heads, bias, sigma_reparam and attention_dropout.
+  explicit AttentionImpl(const ModelConfig& m);
   // x: [B, Tq, d] queries; memory: [B, Tk, d] keys/values (x itself for self-attention).
   // key_pad: [B, Tk] bool, true where the key is padding (undefined: none). causal: mask
   // keys after the query. Records "probs" at `tap` when asked.

@@ -2,9 +2,9 @@
 
 namespace stx {
 
-FFNImpl::FFNImpl(int64_t d, int64_t d_ff, Activation act, bool bias, bool sigma_reparam) : act_(act) {
-  fc1 = register_module("fc1", Linear(d, d_ff, bias, sigma_reparam));
-  fc2 = register_module("fc2", Linear(d_ff, d, bias, sigma_reparam));
+FFNImpl::FFNImpl(const ModelConfig& m) : act_(m.activation) {
+  fc1 = register_module("fc1", Linear(m.d_model, m.d_ff, LinearOptions::of(m)));
+  fc2 = register_module("fc2", Linear(m.d_ff, m.d_model, LinearOptions::of(m)));
 }
 
 torch::Tensor FFNImpl::forward(const torch::Tensor& x) {

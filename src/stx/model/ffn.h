@@ -1,5 +1,5 @@
 // stx/model/ffn.h — position-wise feed-forward network: fc2(act(fc1(x))), act = ReLU or GELU.
-// fc2 is the seed's W^{2,l}, whose gradient norm Xiong et al.'s Theorem 1 bounds.
+// fc2 is W^{2,l} of Xiong et al. (2020), whose gradient norm Xiong et al.'s Theorem 1 bounds.
 #pragma once
 #include <torch/torch.h>
 
@@ -10,7 +10,8 @@ namespace stx {
 
 class FFNImpl : public torch::nn::Module {
  public:
-  FFNImpl(int64_t d, int64_t d_ff, Activation act, bool bias, bool sigma_reparam);
+  // d_model → d_ff → d_model, model.activation, model.bias, model.sigma_reparam.
+  explicit FFNImpl(const ModelConfig& m);
   torch::Tensor forward(const torch::Tensor& x);
 
   Linear fc1{nullptr}, fc2{nullptr};

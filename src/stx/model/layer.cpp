@@ -5,13 +5,13 @@ namespace stx {
 LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alpha)
     : spec_{cfg.scheme, alpha, cfg.dropout}, causal_(causal) {
   const auto d = cfg.d_model;
-  self_attn = register_module("self_attn", Attention(d, cfg.n_heads, cfg.bias, cfg.sigma_reparam, cfg.attention_dropout));
+  self_attn = register_module("self_attn", Attention(cfg));
   self_attn_layer_norm = register_module("self_attn_layer_norm", Norm(cfg.norm, d, cfg.norm_eps));
   if (cross) {
-    encoder_attn = register_module("encoder_attn", Attention(d, cfg.n_heads, cfg.bias, cfg.sigma_reparam, cfg.attention_dropout));
+    encoder_attn = register_module("encoder_attn", Attention(cfg));
     encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", Norm(cfg.norm, d, cfg.norm_eps));
   }
-  ffn = register_module("ffn", FFN(d, cfg.d_ff, cfg.activation, cfg.bias, cfg.sigma_reparam));
+  ffn = register_module("ffn", FFN(cfg));
   final_layer_norm = register_module("final_layer_norm", Norm(cfg.norm, d, cfg.norm_eps));
 }
 

@@ -4,10 +4,9 @@
 
 namespace stx {
 
-LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias, bool sigma_reparam)
-    : sigma_reparam_(sigma_reparam) {
+LinearImpl::LinearImpl(int64_t in, int64_t out, LinearOptions o) : sigma_reparam_(o.sigma_reparam) {
   weight = register_parameter("weight", torch::empty({out, in}));
-  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
+  if (o.bias) bias = register_parameter("bias", torch::zeros({out}));
   if (sigma_reparam_) {
     gamma = register_parameter("gamma", torch::ones({1}));
     u = register_buffer("u", torch::zeros({out}));

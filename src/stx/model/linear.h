@@ -10,9 +10,17 @@
 
 namespace stx {
 
+// How a projection is built: with a bias, and with σReparam.
+struct LinearOptions {
+  bool bias = true;
+  bool sigma_reparam = false;
+  // model.bias and model.sigma_reparam.
+  static LinearOptions of(const ModelConfig& m) { return {m.bias, m.sigma_reparam}; }
+};
+
 class LinearImpl : public torch::nn::Module {
  public:
-  LinearImpl(int64_t in, int64_t out, bool bias, bool sigma_reparam);
+  LinearImpl(int64_t in, int64_t out, LinearOptions o = {});
   torch::Tensor forward(const torch::Tensor& x);
 
   // The weight a training step's forward uses: in training mode with σReparam, first one power

@@ -3,7 +3,7 @@
 //   deepnorm:         x ← N(α·x + G(x))          (DeepNet eq. 4, Wang et al. 2022)
 //   pre:              x ← x + G(N(x))            (Pre-LN, Xiong et al.)
 // Dropout is applied to G's output in training. Three tap points per sub-layer, named by the
-// caller in the seed's notation (post1..3 / pre1..3, post4..5 + output, …), and the norm input.
+// caller in Xiong et al.'s (2020, appendix) notation (post1..3 / pre1..3, post4..5 + output, …), and the norm input.
 #pragma once
 #include <torch/torch.h>
 

@@ -20,7 +20,7 @@ StackImpl::StackImpl(const ModelConfig& cfg, Side side, double alpha, Table shar
   if (cfg.scheme == Scheme::Pre) layer_norm = register_module("layer_norm", Norm(cfg.norm, cfg.d_model, cfg.norm_eps));
   if (output_head)
     output_projection =
-        register_module("output_projection", Linear(cfg.d_model, cfg.vocab_size, /*bias=*/false, cfg.sigma_reparam));
+        register_module("output_projection", Linear(cfg.d_model, cfg.vocab_size, LinearOptions{/*bias=*/false, cfg.sigma_reparam}));
 }
 
 torch::Tensor StackImpl::padding_mask(const torch::Tensor& tokens) const {

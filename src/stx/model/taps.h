@@ -3,7 +3,7 @@
 // optionally their gradients after backward.
 //
 // Tap names: "{stack}.layers.{i}.{point}" with stack ∈ {encoder, decoder} and point one of
-//   post1 … post5 / pre1 … pre5           the seed's points for self-attention and FFN
+//   post1 … post5 / pre1 … pre5           Xiong et al.'s (2020) points for self-attention and FFN
 //   cross1 … cross3                       the decoder's cross-attention sub-layer, in order
 //   input                                 x_l, the layer input
 //   {norm_name}.input                     input of each norm, e.g. final_layer_norm.input

@@ -104,7 +104,7 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
     produced(early_png);
   }
   if (p.depths.size() >= 2) {  // final validation numbers vs depth, finished runs only
-    const bool mt = p.base.data.task == "translation";
+    const bool mt = p.base.data.task == Task::Translation;
     Panel v{mt ? "validation BLEU after N updates vs depth" : "validation loss after N updates vs depth (diverged runs omitted)",
             "layers per stack", mt ? "BLEU" : "validation loss per token", true, false, {}};
     for (auto& s : p.schemes) {

@@ -38,14 +38,14 @@ std::string scheme_definition(const std::string& s) {
 
 std::string markdown(const Report& rep) {
   const Plan& p = *rep.plan;
-  const bool mt = p.base.data.task == "translation";
+  const bool mt = p.base.data.task == Task::Translation;
   const auto& m = p.base.model;
   std::ostringstream md;
   md << "# Depth sweep: residual scheme × depth\n\nProduced by\n\n    " << rep.command << "\n\n";
   md << fmt::format("Base config `{}`: {}, d_model {}, {} heads, d_ff {}, task {}, corpus `{}`; every run trains N = {} updates "
                     "(train.max_steps) from scratch with seed {}.\n\n",
                     p.config_path.empty() ? "(defaults)" : p.config_path, to_string(m.arch), m.d_model, m.n_heads, m.d_ff,
-                    p.base.data.task, p.base.data.corpus, p.steps, p.base.train.seed);
+                    to_string(p.base.data.task), p.base.data.corpus, p.steps, p.base.train.seed);
   size_t ended = 0;
   for (auto& r : rep.runs) ended += r.ended();
   if (ended < rep.runs.size())

@@ -87,7 +87,7 @@ class Runner {
   }
 
  private:
-  bool mt() const { return o_.plan.base.data.task == "translation"; }
+  bool mt() const { return o_.plan.base.data.task == Task::Translation; }
   std::string run_dir(const std::string& s, int64_t d) const { return (fs::path(o_.out) / run_name(s, d)).string(); }
 
   void report() { write_report(o_.out, {o_.command, &o_.plan, runs_, figures_}); }

@@ -61,7 +61,8 @@ class Optimizer {
   std::vector<torch::Tensor> m_, v_;  // first/second moments, or the momentum buffer in m_
   // Preallocated scratch views for the L2-decayed gradient and Adam's denominator, so that
   // step() allocates no tensor data (per parameter, or per chunk on the flat path).
-  enum class Kind { Adam, AdamW, SGD } kind_ = Kind::Adam;
+  using Kind = OptimizerKind;
+  Kind kind_ = Kind::Adam;
   std::vector<torch::Tensor> decayed_, denom_;
 
   // The flat layout (engaged when all parameters share device and dtype): one buffer each for

@@ -18,7 +18,7 @@ RunVocab open_run_vocab(const std::string& run_dir, const DataConfig& d) {
   RunVocab v;
   const auto tgt = (fs::path(run_dir) / "spm.tgt.model").string();
   v.tgt = SentencePiece::load(tgt);
-  v.src = d.task == "lm" ? v.tgt : SentencePiece::load((fs::path(run_dir) / "spm.src.model").string());
+  v.src = d.task == Task::LM ? v.tgt : SentencePiece::load((fs::path(run_dir) / "spm.src.model").string());
   v.vocab_size = std::max(v.src->vocab_size(), v.tgt->vocab_size());
   v.pad_id = v.tgt->pad_id(), v.bos_id = v.tgt->bos_id(), v.eos_id = v.tgt->eos_id();
   return v;
@@ -29,7 +29,7 @@ std::vector<Example> tokenize_split(const RunVocab& v, const DataConfig& d, cons
   auto c = load_corpus(d, split);
   std::vector<Example> out;
   out.reserve(c.tgt.size());
-  const bool translation = d.task == "translation";
+  const bool translation = d.task == Task::Translation;
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, max_len - 1));
   for (size_t i = 0; i < c.tgt.size(); ++i) {
     auto y = v.tgt->encode(c.tgt[i]);
@@ -60,9 +60,9 @@ torch::Tensor real_tokens(const torch::Tensor& ids, int64_t pad) {
 
 RunData load_run_data(const Config& cfg, const std::string& run_dir, bool reuse_run_vocab, bool quiet) {
   const auto& d = cfg.data;
-  if (d.task == "translation" && cfg.model.arch != Arch::EncoderDecoder)
+  if (d.task == Task::Translation && cfg.model.arch != Arch::EncoderDecoder)
     throw InputError("data.task translation needs model.arch: encoder-decoder (got " + to_string(cfg.model.arch) + ")");
-  if (d.task == "lm" && cfg.model.arch != Arch::Decoder)
+  if (d.task == Task::LM && cfg.model.arch != Arch::Decoder)
     throw InputError("data.task lm needs model.arch: decoder (got " + to_string(cfg.model.arch) + ")");
   if (!reuse_run_vocab) {
     auto files = prepare_vocab(d);
@@ -74,7 +74,7 @@ RunData load_run_data(const Config& cfg, const std::string& run_dir, bool reuse_
       if (ec) throw InputError("cannot copy " + from + " to " + to.string() + ": " + ec.message());
     };
     copy(files.tgt, "spm.tgt.model");
-    if (d.task == "translation") copy(files.src, "spm.src.model");
+    if (d.task == Task::Translation) copy(files.src, "spm.src.model");
   }
   RunData r;
   r.vocab = open_run_vocab(run_dir, d);
@@ -87,16 +87,21 @@ RunData load_run_data(const Config& cfg, const std::string& run_dir, bool reuse_
     if (r.valid_refs.size() > r.valid_examples.size()) r.valid_refs.resize(r.valid_examples.size());
   }
   const int64_t max_len = cfg.model.max_len;
-  r.train = std::make_unique<Batcher>(std::move(train), t.max_tokens, max_len, v.pad_id, v.bos_id, v.eos_id,
-                                      static_cast<uint64_t>(t.seed), /*shuffle=*/true);
-  r.valid = std::make_unique<Batcher>(r.valid_examples, t.max_tokens, max_len, v.pad_id, v.bos_id, v.eos_id, 0, false);
+  BatcherOptions fixed;  // validation and the probe: a fixed order
+  fixed.max_tokens = t.max_tokens, fixed.max_len = max_len, fixed.pad_id = v.pad_id, fixed.bos_id = v.bos_id,
+  fixed.eos_id = v.eos_id;
+  BatcherOptions shuffled = fixed;
+  shuffled.seed = static_cast<uint64_t>(t.seed), shuffled.shuffle = true;
+  r.train = std::make_unique<Batcher>(std::move(train), shuffled);
+  r.valid = std::make_unique<Batcher>(r.valid_examples, fixed);
   if (!quiet)
     std::cerr << fmt::format("data: {} train examples in {} batches ({} dropped: empty or over max_len {}), {} valid\n",
                              r.train->examples(), r.train->batches_per_epoch(), r.train->dropped(), max_len,
                              r.valid->examples());
   const int64_t n = std::min<int64_t>(t.probe_sentences, static_cast<int64_t>(r.valid_examples.size()));
   std::vector<Example> probe(r.valid_examples.begin(), r.valid_examples.begin() + n);
-  Batcher pb(std::move(probe), /*max_tokens=*/int64_t(1) << 40, max_len, v.pad_id, v.bos_id, v.eos_id, 0, false);
+  fixed.max_tokens = int64_t(1) << 40;  // the whole probe in one batch
+  Batcher pb(std::move(probe), fixed);
   r.probe = pb.batch(0);
   r.probe_src_mask = real_tokens(r.probe.src, v.pad_id);
   r.probe_tgt_mask = real_tokens(r.probe.tgt_in, v.pad_id);

@@ -5,12 +5,13 @@
 //   constant: linear warm-up (if any), then lr
 #pragma once
 #include <cstdint>
-#include <string>
+
+#include "stx/config/config.h"
 
 namespace stx {
 
 struct Schedule {
-  std::string kind = "inverse-sqrt";
+  ScheduleKind kind = ScheduleKind::InverseSqrt;
   double lr = 5e-4;
   int64_t warmup = 0;
   int64_t max_steps = 1;

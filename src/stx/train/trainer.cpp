@@ -32,11 +32,11 @@
 #include "stx/report/metrics_log.h"
 #include "stx/train/checkpoint.h"
 #include "stx/train/divergence_guard.h"
-#include "stx/train/loss.h"
 #include "stx/train/progress_line.h"
 #include "stx/train/run_data.h"
 #include "stx/train/schedule.h"
 #include "stx/train/train_state.h"
+#include "stx/train/train_step.h"
 #include "stx/train/validate.h"
 
 namespace stx {
@@ -97,6 +97,7 @@ class Trainer {
   torch::Device device_{torch::kCPU};
   Transformer model_{nullptr};
   std::optional<Optimizer> opt_;
+  std::optional<TrainStep> step_;
   std::optional<probe::ModelUpdate> probe_;
   std::optional<MetricsLog> log_;
   std::unique_ptr<parallel::World> world_;  // data parallel only
@@ -115,7 +116,7 @@ class Trainer {
 
 void Trainer::join_world() {
   if (!o_.world) return;
-  device_ = resolve_device(cfg_.train.device);
+  device_ = resolve_device(to_string(cfg_.train.device));
   if (device_.is_cuda()) device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(o_.world->local_rank));
   world_ = std::make_unique<parallel::World>(*o_.world, std::chrono::seconds(cfg_.train.dist_timeout_s), device_);
   if (!world_->is_main()) o_.quiet = true;
@@ -160,7 +161,7 @@ void Trainer::finalize_config() {
 }
 
 void Trainer::build_model() {
-  if (!world_) device_ = resolve_device(cfg_.train.device);
+  if (!world_) device_ = resolve_device(to_string(cfg_.train.device));
   torch::manual_seed(cfg_.train.seed);
   model_ = Transformer(cfg_.model);
   initialize(*model_, static_cast<uint64_t>(cfg_.train.seed));  // on the CPU: the same θ₀ on any device
@@ -174,6 +175,7 @@ void Trainer::build_model() {
   NamedTensors params;
   for (auto& p : model_->named_parameters(true)) params.emplace_back(p.key(), p.value());
   opt_.emplace(params, cfg_.train);
+  step_.emplace(*model_, *opt_, cfg_, device_);
   schedule_ = Schedule{cfg_.train.schedule, cfg_.train.lr, cfg_.train.warmup_steps, cfg_.train.max_steps};
 }
 
@@ -245,14 +247,14 @@ void Trainer::rollback_to_last() {
 
 TrainOutcome Trainer::handle_divergence(DivergenceGuard::Verdict v, double loss, double gnorm) {
   const auto cause = guard_.describe(v, loss, gnorm);
-  const auto& action = cfg_.train.on_divergence;
-  if (log_) log_->write({{"step", st_.step + 1}, {"event", "divergence"}, {"cause", cause}, {"action", action}});
+  const auto action = cfg_.train.on_divergence;
+  if (log_) log_->write({{"step", st_.step + 1}, {"event", "divergence"}, {"cause", cause}, {"action", to_string(action)}});
   opt_->zero_grad();
-  if (action == "skip" && ++st_.skips_in_row <= cfg_.train.max_skips) {
+  if (action == OnDivergence::Skip && ++st_.skips_in_row <= cfg_.train.max_skips) {
     if (!o_.quiet) std::cerr << fmt::format("\nstep {}: {}; update skipped\n", st_.step + 1, cause);
     return {TrainOutcome::Kind::Finished, st_.step, ""};
   }
-  if (action == "rollback" && ++st_.rollbacks <= cfg_.train.max_rollbacks) {
+  if (action == OnDivergence::Rollback && ++st_.rollbacks <= cfg_.train.max_rollbacks) {
     st_.lr_scale *= cfg_.train.rollback_lr_factor;
     rollback_to_last();
     if (!o_.quiet)
@@ -262,7 +264,7 @@ TrainOutcome Trainer::handle_divergence(DivergenceGuard::Verdict v, double loss,
   }
   return {TrainOutcome::Kind::Diverged, st_.step + 1,
           fmt::format("diverged at step {}: {} (on_divergence: {}); the last good checkpoint is {} (step {})", st_.step + 1,
-                      cause, action, dir_.last(), last_checkpoint_step_)};
+                      cause, to_string(action), dir_.last(), last_checkpoint_step_)};
 }
 
 // ---- logging ------------------------------------------------------------------------------
@@ -315,17 +317,9 @@ std::vector<Batch> Trainer::gather(UpdateSums& sums) {
 
 // Forward/backward of each batch with loss / Σ tokens of the whole update.
 void Trainer::forward_backward(const std::vector<Batch>& batches, UpdateSums& sums) {
-  model_->train();
-  opt_->zero_grad();
+  step_->begin();
   for (size_t i = 0; i < batches.size(); ++i) {
-    const Batch& b = batches[i];
-    auto on = [&](const torch::Tensor& x) { return x.defined() ? x.to(device_) : x; };
-    LossSums ls;
-    {
-      AutocastScope autocast(device_);  // bf16 on CUDA
-      auto logits = model_->forward(on(b.src), on(b.tgt_in));
-      ls = label_smoothed_loss(logits, on(b.tgt_out), cfg_.train.label_smoothing, cfg_.model.pad_id);
-    }
+    LossSums ls = step_->forward(batches[i]);
     if (sync_ && i + 1 == batches.size()) sync_->before_backward();  // this backward all-reduces
     (ls.loss / static_cast<double>(sums.tokens)).backward();
     sums.loss += ls.loss.item<double>(), sums.nll += ls.nll.item<double>();
@@ -343,26 +337,13 @@ void Trainer::reduce(UpdateSums& sums) {
 }
 
 double Trainer::grad_norm(bool diag, const nlohmann::json& grads) {
-  if (diag) return grads.value("grad_norm", 0.0);
-  const auto flat = opt_->flat_grad();  // every gradient in one tensor (optimizer.h), if so
-  return flat.defined() ? flat.norm().item<double>() : probe::global_grad_norm(*model_);
+  return diag ? grads.value("grad_norm", 0.0) : step_->grad_norm();
 }
 
-// Clip to train.clip_norm (torch.nn.utils.clip_grad_norm_), step; returns the learning rate.
+// Clip and step (train_step.h); returns the learning rate.
 double Trainer::apply(double gnorm) {
-  const auto& t = cfg_.train;
-  if (t.clip_norm > 0 && gnorm > t.clip_norm) {
-    const double c = t.clip_norm / (gnorm + 1e-6);
-    torch::NoGradGuard ng;
-    if (auto flat = opt_->flat_grad(); flat.defined()) {
-      flat.mul_(c);
-    } else {
-      for (auto& p : model_->parameters())
-        if (p.grad().defined()) p.grad().mul_(c);
-    }
-  }
   const double lr = schedule_.at(st_.step + 1) * st_.lr_scale;
-  opt_->step(lr);
+  step_->apply(gnorm, lr);
   return lr;
 }
 

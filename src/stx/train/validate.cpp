@@ -46,7 +46,7 @@ double bleu_of(TransformerImpl& model, const RunVocab& v, const std::vector<Exam
 Validation validate_run(TransformerImpl& model, const RunData& data, const Config& cfg) {
   auto v = evaluate_loss(model, *data.valid, cfg.train.label_smoothing, data.vocab.pad_id);
   const int64_t n = std::min<int64_t>(cfg.train.valid_bleu_sentences, static_cast<int64_t>(data.valid_examples.size()));
-  if (cfg.data.task == "translation" && n > 0) {
+  if (cfg.data.task == Task::Translation && n > 0) {
     DecodeOptions o;
     o.beam = 1;
     o.bos_id = data.vocab.bos_id, o.eos_id = data.vocab.eos_id, o.pad_id = data.vocab.pad_id;
