@@ -6,7 +6,7 @@ PKGS=(
   libtorch-dev libopenblas-dev libgloo-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest
-  gnuplot-nox
+  gnuplot-nox clang-format-14
   sentencepiece libsentencepiece-dev zlib1g-dev
   python3 python3-torch python3-numpy python3-nltk python3-yaml
 )

@@ -59,7 +59,8 @@ TEST(BleuNltk, CorpusBleuToJson) {
   const char* hyp = std::getenv("STX_BLEU_HYP");
   const char* ref = std::getenv("STX_BLEU_REF");
   const char* out = std::getenv("STX_BLEU_OUT");
-  if (!hyp || !ref || !out) GTEST_SKIP() << "set STX_BLEU_HYP, STX_BLEU_REF, STX_BLEU_OUT (tests/ref/test_bleu_nltk.py)";
+  if (!hyp || !ref || !out)
+    GTEST_SKIP() << "set STX_BLEU_HYP, STX_BLEU_REF, STX_BLEU_OUT (tests/ref/test_bleu_nltk.py)";
   const auto hyps = read_lines(hyp), refs = read_lines(ref);
   ASSERT_EQ(hyps.size(), refs.size());
   const BleuScore b = corpus_bleu(hyps, refs);

@@ -14,8 +14,8 @@ namespace {
 
 TEST(Bleu, Tokenize13a) {
   auto t = tokenize_13a("Hello, world! It's 3.5-4 \"great\" (really). 1,000 &amp; more");
-  std::vector<std::string> want{"Hello", ",", "world", "!", "It's", "3.5", "-", "4", "\"", "great", "\"",
-                                "(", "really", ")", ".", "1,000", "&", "more"};
+  std::vector<std::string> want{"Hello", ",",  "world", "!",      "It's", "3.5", "-",     "4", "\"",
+                                "great", "\"", "(",     "really", ")",    ".",   "1,000", "&", "more"};
   EXPECT_EQ(t, want);
 }
 
@@ -33,7 +33,8 @@ TEST(Bleu, HandComputedCorpusScore) {
   // Corpus: 8/11, 5/9, 3/7, 1/5; lengths 11 vs 11 → BP 1.
   auto b = corpus_bleu({"the cat sat on the mat", "a quick brown fox jumps"},
                        {"the cat sat on a mat", "the quick brown fox jumped"});
-  const double want = 100 * std::exp((std::log(8.0 / 11) + std::log(5.0 / 9) + std::log(3.0 / 7) + std::log(1.0 / 5)) / 4);
+  const double want =
+      100 * std::exp((std::log(8.0 / 11) + std::log(5.0 / 9) + std::log(3.0 / 7) + std::log(1.0 / 5)) / 4);
   EXPECT_NEAR(b.score, want, 1e-9);
   EXPECT_DOUBLE_EQ(b.brevity_penalty, 1.0);
 }

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "stx/core/error.h"
 #include "stx/io/safetensors.h"
@@ -37,7 +37,8 @@ uint32_t crc32c_bitwise(const std::string& s) {
 
 std::string temp_path(const std::string& name) {
   static int counter = 0;
-  auto dir = fs::path(::testing::TempDir()) / ("stx_checksums_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  auto dir = fs::path(::testing::TempDir()) /
+             ("stx_checksums_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   fs::create_directories(dir);
   return (dir / name).string();
 }
@@ -170,5 +171,6 @@ TEST(Checksums, FilesWithoutChecksumsAndReplacedTensors) {
 }
 
 TEST(Checksums, ReservedKeysRefused) {
-  EXPECT_THROW(stx::save_safetensors(temp_path("r.safetensors"), {}, {{"stx.crc32c", "{}"}}, Checksums::On), InputError);
+  EXPECT_THROW(stx::save_safetensors(temp_path("r.safetensors"), {}, {{"stx.crc32c", "{}"}}, Checksums::On),
+               InputError);
 }

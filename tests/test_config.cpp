@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "helpers.h"
-#include "stx/core/error.h"
 #include "stx/config/config_io.h"
+#include "stx/core/error.h"
 
 namespace stx {
 namespace {
@@ -27,9 +27,9 @@ TEST(Config, LoadsBaseConfigs) {
 }
 
 TEST(Config, OverridesApplyInOrder) {
-  auto cfg = resolve_config(std::string(STX_SOURCE_DIR) + "/configs/encoder-decoder.yaml",
-                            {"model.scheme=deepnorm", "model.encoder_layers=12", "train.betas=[0.9, 0.999]",
-                             "model.scheme=pre"});
+  auto cfg = resolve_config(
+      std::string(STX_SOURCE_DIR) + "/configs/encoder-decoder.yaml",
+      {"model.scheme=deepnorm", "model.encoder_layers=12", "train.betas=[0.9, 0.999]", "model.scheme=pre"});
   EXPECT_EQ(cfg.model.scheme, Scheme::Pre);
   EXPECT_EQ(cfg.model.encoder_layers, 12);
   EXPECT_DOUBLE_EQ(cfg.train.betas[1], 0.999);
@@ -57,12 +57,18 @@ TEST(Config, BadValuesAreNamed) {
   struct Bad {
     std::string set, expect;
   } cases[] = {
-      {"model.d_model=abc", "model.d_model"},          {"model.d_model=0", "positive"},
-      {"model.d_model=-8", "model.d_model"},           {"model.n_heads=3", "divide"},
-      {"model.scheme=postln", "post | pre | deepnorm"}, {"model.sigma_reparam=maybe", "true | false"},
-      {"model.dropout=1.5", "[0, 1)"},                  {"train.lr=0", "train.lr"},
-      {"train.betas=0.9", "two numbers"},               {"model.pad_id=99999", "model.pad_id"},
-      {"model.vocab_size=1e3", "model.vocab_size"},     {"noequals", "section.key=value"},
+      {"model.d_model=abc", "model.d_model"},
+      {"model.d_model=0", "positive"},
+      {"model.d_model=-8", "model.d_model"},
+      {"model.n_heads=3", "divide"},
+      {"model.scheme=postln", "post | pre | deepnorm"},
+      {"model.sigma_reparam=maybe", "true | false"},
+      {"model.dropout=1.5", "[0, 1)"},
+      {"train.lr=0", "train.lr"},
+      {"train.betas=0.9", "two numbers"},
+      {"model.pad_id=99999", "model.pad_id"},
+      {"model.vocab_size=1e3", "model.vocab_size"},
+      {"noequals", "section.key=value"},
   };
   for (auto& c : cases) {
     auto msg = error_of([&] { resolve_config("", {c.set}); });

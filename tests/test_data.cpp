@@ -62,7 +62,6 @@ std::string read_file(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-
 #define EXPECT_HAS(haystack, needle) EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 // ---------------------------------------------------------------- corpus
@@ -243,11 +242,11 @@ TEST(DataBatcher, BudgetHeldAndEveryExampleOncePerEpoch) {
 }
 
 TEST(DataBatcher, DropsAndCountsUnusableExamples) {
-  auto ex = random_examples(50, 10, 2);  // all within max_len 16 and the budget
-  ex.push_back({{5, kEos}, {}});                                  // empty target
-  ex.push_back({std::vector<int32_t>(17, 5), {7}});               // src longer than max_len
-  ex.push_back({{5, kEos}, std::vector<int32_t>(16, 7)});         // tgt + eos = 17 > max_len
-  ex.push_back({{5, kEos}, std::vector<int32_t>(15, 7)});         // 16 tokens: kept
+  auto ex = random_examples(50, 10, 2);                    // all within max_len 16 and the budget
+  ex.push_back({{5, kEos}, {}});                           // empty target
+  ex.push_back({std::vector<int32_t>(17, 5), {7}});        // src longer than max_len
+  ex.push_back({{5, kEos}, std::vector<int32_t>(16, 7)});  // tgt + eos = 17 > max_len
+  ex.push_back({{5, kEos}, std::vector<int32_t>(15, 7)});  // 16 tokens: kept
   Batcher b(ex, opts(16, 16, 1, false));
   EXPECT_EQ(b.dropped(), 3);
   EXPECT_EQ(b.examples(), 51);

@@ -77,7 +77,8 @@ double score(Transformer& m, const Ids& src, const Ids& out, double alpha) {
   torch::NoGradGuard ng;
   auto lp = torch::log_softmax(m->forward(row(src), row(out, kBos))[0].to(torch::kFloat64), -1);
   double s = 0;
-  for (size_t i = 0; i <= out.size(); ++i) s += lp[static_cast<int64_t>(i)][i < out.size() ? out[i] : kEos].item<double>();
+  for (size_t i = 0; i <= out.size(); ++i)
+    s += lp[static_cast<int64_t>(i)][i < out.size() ? out[i] : kEos].item<double>();
   return s / std::pow(static_cast<double>(out.size() + 1), alpha);
 }
 
@@ -437,7 +438,8 @@ TEST(Decode, DISABLED_Timing) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     size_t toks = 0;
     for (auto& y : out) toks += y.size();
-    std::printf("beam %lld: %zu sentences, %zu output tokens, %.2f s\n", static_cast<long long>(k), out.size(), toks, s);
+    std::printf("beam %lld: %zu sentences, %zu output tokens, %.2f s\n", static_cast<long long>(k), out.size(), toks,
+                s);
   }
 }
 

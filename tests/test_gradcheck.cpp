@@ -63,12 +63,14 @@ void gradcheck(const Case& c) {
 
 TEST(GradCheck, EverySchemeAndArchitecture) {
   for (auto arch : {Arch::Encoder, Arch::Decoder, Arch::EncoderDecoder})
-    for (auto scheme : {Scheme::Post, Scheme::Pre, Scheme::DeepNorm, Scheme::PostInit}) gradcheck({arch, scheme, NormKind::LayerNorm, false});
+    for (auto scheme : {Scheme::Post, Scheme::Pre, Scheme::DeepNorm, Scheme::PostInit})
+      gradcheck({arch, scheme, NormKind::LayerNorm, false});
 }
 
 TEST(GradCheck, SigmaReparamEveryScheme) {
   for (auto arch : {Arch::Encoder, Arch::Decoder, Arch::EncoderDecoder})
-    for (auto scheme : {Scheme::Post, Scheme::Pre, Scheme::DeepNorm, Scheme::PostInit}) gradcheck({arch, scheme, NormKind::LayerNorm, true});
+    for (auto scheme : {Scheme::Post, Scheme::Pre, Scheme::DeepNorm, Scheme::PostInit})
+      gradcheck({arch, scheme, NormKind::LayerNorm, true});
 }
 
 TEST(GradCheck, RMSNormAndNoNorm) {

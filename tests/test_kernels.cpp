@@ -53,7 +53,8 @@ AttnRun run_attention(Attention& attn, Kernels k, const torch::Tensor& x, const 
   Taps taps({".probs"});
   auto out = attn->forward(xx, mm, pad, causal, TapSite{&taps, "a."});
   (out * R).sum().backward();
-  AttnRun r{out.detach(), taps.values().at("a.probs").detach(), xx.grad(), mem_in.defined() ? mm.grad() : torch::Tensor()};
+  AttnRun r{out.detach(), taps.values().at("a.probs").detach(), xx.grad(),
+            mem_in.defined() ? mm.grad() : torch::Tensor()};
   for (auto& p : attn->parameters()) r.dparams.push_back(p.grad().clone());
   return r;
 }
@@ -101,14 +102,14 @@ void check_attention(const AttnCase& c) {
 
 TEST(Kernels, AttentionCoreEqualsReference) {
   for (auto dt : {torch::kDouble, torch::kFloat})
-    for (const AttnCase& c : std::vector<AttnCase>{
-             {"self causal", false, true, false, false, 0.0, dt},
-             {"self causal + padding", false, true, true, false, 0.0, dt},
-             {"self, padding, a row with no visible key", false, false, true, true, 0.0, dt},
-             {"cross + padding", true, false, true, false, 0.0, dt},
-             {"cross, a row with no visible key", true, false, true, true, 0.0, dt},
-             {"self causal + attention dropout 0.3", false, true, true, false, 0.3, dt},
-             {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt}}) {
+    for (const AttnCase& c :
+         std::vector<AttnCase>{{"self causal", false, true, false, false, 0.0, dt},
+                               {"self causal + padding", false, true, true, false, 0.0, dt},
+                               {"self, padding, a row with no visible key", false, false, true, true, 0.0, dt},
+                               {"cross + padding", true, false, true, false, 0.0, dt},
+                               {"cross, a row with no visible key", true, false, true, true, 0.0, dt},
+                               {"self causal + attention dropout 0.3", false, true, true, false, 0.3, dt},
+                               {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt}}) {
       SCOPED_TRACE(c.name + (dt == torch::kDouble ? " (float64)" : " (float32)"));
       check_attention(c);
     }
@@ -152,7 +153,8 @@ TEST(Kernels, DropoutRateScaleAndBackwardMask) {
   EXPECT_TRUE(torch::equal(kept_values, torch::full_like(kept_values, scale))) << "kept values are x / (1 − p)";
   auto w = torch::randn_like(x);
   (y * w).sum().backward();
-  EXPECT_TRUE(torch::allclose(x.grad(), w * (y != 0).to(torch::kFloat) * scale, 0, 0)) << "backward mask = forward mask";
+  EXPECT_TRUE(torch::allclose(x.grad(), w * (y != 0).to(torch::kFloat) * scale, 0, 0))
+      << "backward mask = forward mask";
   EXPECT_TRUE(torch::equal(stx::dropout(x, p, false), x)) << "eval is the identity";
 }
 
@@ -182,11 +184,11 @@ TEST(Kernels, DropoutDeterminismAndThreads) {
 
 TEST(Kernels, WholeModelLossAndGradientsMatch) {
   KernelsGuard guard;
-  for (auto [arch, scheme, norm] : std::vector<std::tuple<Arch, Scheme, NormKind>>{
-           {Arch::Decoder, Scheme::DeepNorm, NormKind::LayerNorm},
-           {Arch::EncoderDecoder, Scheme::DeepNorm, NormKind::LayerNorm},
-           {Arch::Decoder, Scheme::Post, NormKind::RMSNorm},
-           {Arch::EncoderDecoder, Scheme::Pre, NormKind::LayerNorm}}) {
+  for (auto [arch, scheme, norm] :
+       std::vector<std::tuple<Arch, Scheme, NormKind>>{{Arch::Decoder, Scheme::DeepNorm, NormKind::LayerNorm},
+                                                       {Arch::EncoderDecoder, Scheme::DeepNorm, NormKind::LayerNorm},
+                                                       {Arch::Decoder, Scheme::Post, NormKind::RMSNorm},
+                                                       {Arch::EncoderDecoder, Scheme::Pre, NormKind::LayerNorm}}) {
     SCOPED_TRACE(to_string(arch) + "/" + to_string(scheme) + "/" + to_string(norm));
     auto m = test::tiny(arch, scheme, norm);
     m.dropout = 0;

@@ -29,7 +29,8 @@ void scale_qk(TransformerImpl& model, double s) {
   for (auto& p : model.named_parameters(true)) {
     const auto& k = p.key();
     if (k.find("q_proj.") != std::string::npos || k.find("k_proj.") != std::string::npos)
-      if (k.find("weight") != std::string::npos || k.find("bias") != std::string::npos || k.find("gamma") != std::string::npos)
+      if (k.find("weight") != std::string::npos || k.find("bias") != std::string::npos ||
+          k.find("gamma") != std::string::npos)
         p.value().mul_(s);
   }
 }
@@ -94,7 +95,9 @@ TEST(LogitBound, EveryLogitRowWithinSigmaBar) {
         auto sig_h = probe::head_logit_norms(*attn, H);
         for (int64_t b = 0; b < 3; ++b) {
           auto qm = p.tgt_mask[b].to(torch::kBool), km = kmask[b].to(torch::kBool);
-          auto ones = [](const torch::Tensor& x) { return torch::cat({x, torch::ones({x.size(0), 1}, x.options())}, 1); };
+          auto ones = [](const torch::Tensor& x) {
+            return torch::cat({x, torch::ones({x.size(0), 1}, x.options())}, 1);
+          };
           const double sq = torch::linalg_svdvals(ones(xq[b].index({qm}))).max().item<double>();
           const double sk = torch::linalg_svdvals(ones(xk[b].index({km}))).max().item<double>();
           for (int64_t h = 0; h < H; ++h) {
@@ -126,7 +129,8 @@ TEST(LogitBound, LoggedBoundNeverExceedsMeasuredEntropy) {
             const auto& b = bnd["attn_entropy_bound"][stack][kind][field];
             ASSERT_EQ(e.size(), b.size()) << stack << "." << kind;
             for (size_t l = 0; l < e.size(); ++l, ++checked) {
-              EXPECT_GE(e[l].get<double>() + 1e-9, b[l].get<double>()) << stack << "." << kind << "." << field << "[" << l << "]";
+              EXPECT_GE(e[l].get<double>() + 1e-9, b[l].get<double>())
+                  << stack << "." << kind << "." << field << "[" << l << "]";
               loosest = std::max(loosest, e[l].get<double>() - b[l].get<double>());
             }
           }

@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "helpers.h"
-#include "stx/core/error.h"
 #include "stx/config/config_io.h"
+#include "stx/core/error.h"
 #include "stx/io/model_io.h"
 #include "stx/io/safetensors.h"
 #include "stx/train/checkpoint.h"
@@ -79,7 +79,8 @@ std::vector<std::vector<double>> adam_reference(bool decoupled, double wd) {
 void expect_near(const std::vector<std::vector<float>>& got, const std::vector<std::vector<double>>& want) {
   for (size_t s = 0; s < want.size(); ++s)
     for (size_t i = 0; i < want[s].size(); ++i)
-      EXPECT_NEAR(got[s][i], want[s][i], 1e-6 * std::max(1.0, std::abs(want[s][i]))) << "step " << s + 1 << " p[" << i << "]";
+      EXPECT_NEAR(got[s][i], want[s][i], 1e-6 * std::max(1.0, std::abs(want[s][i])))
+          << "step " << s + 1 << " p[" << i << "]";
 }
 
 TEST(Optimizer, SgdMomentumWeightDecayByHand) {
@@ -134,7 +135,8 @@ TEST(Optimizer, SkipsParametersWithoutGradAndZeroGradKeepsTensors) {
 // (gradients handed in as fresh tensors each step, which the flat path cannot use): same inputs,
 // bit-identical parameters and state after every step, for each optimizer.
 TEST(Optimizer, FlatChunkedUpdateEqualsPerParameterUpdate) {
-  for (auto [name, wd] : std::vector<std::pair<std::string, double>>{{"adam", 0.01}, {"adam", 0.0}, {"adamw", 0.1}, {"sgd", 0.01}}) {
+  for (auto [name, wd] :
+       std::vector<std::pair<std::string, double>>{{"adam", 0.01}, {"adam", 0.0}, {"adamw", 0.1}, {"sgd", 0.01}}) {
     torch::manual_seed(3);
     const std::vector<std::vector<int64_t>> shapes{{300, 301}, {7}, {1000, 70}, {5, 3}};
     std::vector<torch::Tensor> init, coef;
@@ -158,16 +160,19 @@ TEST(Optimizer, FlatChunkedUpdateEqualsPerParameterUpdate) {
       }
       torch::Tensor loss_b = torch::zeros({});
       std::vector<torch::Tensor> pb;
-      for (size_t i = 0; i < b.size(); ++i) loss_b = loss_b + (coef[i] * b[i].second.pow(3)).sum(), pb.push_back(b[i].second);
+      for (size_t i = 0; i < b.size(); ++i)
+        loss_b = loss_b + (coef[i] * b[i].second.pow(3)).sum(), pb.push_back(b[i].second);
       auto gb = torch::autograd::grad({loss_b}, pb);  // the same gradients, as new tensors every step
       for (size_t i = 0; i < b.size(); ++i) b[i].second.mutable_grad() = gb[i];
       flat.step(1e-2), loop.step(1e-2);
       for (size_t i = 0; i < a.size(); ++i)
-        ASSERT_TRUE(torch::equal(a[i].second.detach(), b[i].second.detach())) << name << " wd " << wd << " step " << step << " p" << i;
+        ASSERT_TRUE(torch::equal(a[i].second.detach(), b[i].second.detach()))
+            << name << " wd " << wd << " step " << step << " p" << i;
     }
     auto sa = flat.state(), sb = loop.state();
     ASSERT_EQ(sa.size(), sb.size());
-    for (size_t i = 0; i < sa.size(); ++i) EXPECT_TRUE(torch::equal(sa[i].second, sb[i].second)) << name << " " << sa[i].first;
+    for (size_t i = 0; i < sa.size(); ++i)
+      EXPECT_TRUE(torch::equal(sa[i].second, sb[i].second)) << name << " " << sa[i].first;
   }
 }
 
@@ -193,7 +198,8 @@ TEST(Optimizer, StateNamesRoundTripAndBadState) {
   EXPECT_NE(msg.find("missing optimizer tensor 'optim.exp_avg_sq.w'"), std::string::npos) << msg;
   auto extra = st;
   extra.emplace_back("optim.momentum.w", torch::zeros({3, 2}));
-  EXPECT_NE(error_of([&] { b.load_state(extra, "ck"); }).find("unexpected optimizer tensor 'optim.momentum.w'"), std::string::npos);
+  EXPECT_NE(error_of([&] { b.load_state(extra, "ck"); }).find("unexpected optimizer tensor 'optim.momentum.w'"),
+            std::string::npos);
   auto shape = st;
   shape[1].second = torch::zeros({2, 3});
   msg = error_of([&] { b.load_state(shape, "ck"); });
@@ -311,7 +317,8 @@ TEST(Checkpoint, BadFilesAreInputErrors) {
   EXPECT_NE(msg.find("stx-checkpoint/1"), std::string::npos) << msg;
 
   // Rewrite the good file without one tensor or with broken metadata.
-  auto rewrite = [&](const std::string& name, const std::string& drop, const std::string& key, const std::string& value) {
+  auto rewrite = [&](const std::string& name, const std::string& drop, const std::string& key,
+                     const std::string& value) {
     auto f = load_safetensors(good);
     NamedTensors keep;
     for (auto& nt : f.tensors)
@@ -336,7 +343,8 @@ TEST(Checkpoint, BadFilesAreInputErrors) {
   EXPECT_NE(msg.find("rng.torch"), std::string::npos) << msg;
   msg = error_of([&] { read_checkpoint(rewrite("bad_json.safetensors", "", "stx.train", "{oops")); });
   EXPECT_NE(msg.find("stx.train"), std::string::npos) << msg;
-  msg = error_of([&] { read_checkpoint(rewrite("bad_cfg.safetensors", "", "stx.config", R"({"model":{"d_model":-1}})")); });
+  msg = error_of(
+      [&] { read_checkpoint(rewrite("bad_cfg.safetensors", "", "stx.config", R"({"model":{"d_model":-1}})")); });
   EXPECT_NE(msg.find("model.d_model"), std::string::npos) << msg;
 
   ck = read_checkpoint(good);
@@ -393,7 +401,8 @@ TEST(OptimizerParity, MatchesTorchOptim) {
     t.weight_decay = c["weight_decay"];
     t.momentum = c["momentum"];
     NamedTensors params;
-    for (const std::string p : c["params"]) params.emplace_back(p, get(name + ".init." + p).clone().requires_grad_(true));
+    for (const std::string p : c["params"])
+      params.emplace_back(p, get(name + ".init." + p).clone().requires_grad_(true));
     Optimizer opt(params, t);
     int64_t bitwise = 0, total = 0;
     std::string out_of_tolerance;
@@ -405,7 +414,8 @@ TEST(OptimizerParity, MatchesTorchOptim) {
         auto want = get(name + ".expect." + step + "." + p);
         const double scale = std::max(1.0, want.abs().max().item<double>());
         const double diff = (x.detach() - want).abs().max().item<double>();
-        if (!(diff <= 1e-6 * scale)) out_of_tolerance += " step " + step + " " + p + " (max diff " + std::to_string(diff) + ")";
+        if (!(diff <= 1e-6 * scale))
+          out_of_tolerance += " step " + step + " " + p + " (max diff " + std::to_string(diff) + ")";
         bitwise += torch::equal(x.detach(), want);
         ++total;
       }
@@ -425,7 +435,8 @@ TEST(OptimizerParity, MatchesTorchOptim) {
 // --gtest_filter='OptimizerBench.*' (set OMP_NUM_THREADS).
 TEST(OptimizerBench, DISABLED_Adam10M) {
   NamedTensors params;
-  for (int i = 0; i < 10; ++i) params.emplace_back("w" + std::to_string(i), torch::randn({1000, 1000}).requires_grad_(true));
+  for (int i = 0; i < 10; ++i)
+    params.emplace_back("w" + std::to_string(i), torch::randn({1000, 1000}).requires_grad_(true));
   for (auto& [_, p] : params) p.mutable_grad() = torch::randn_like(p);
   Optimizer opt(params, TrainConfig{});
   opt.step(1e-3);
@@ -433,7 +444,8 @@ TEST(OptimizerBench, DISABLED_Adam10M) {
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) opt.step(1e-3);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
-  std::cout << "[bench] adam (weight_decay " << TrainConfig{}.weight_decay << "), 10M parameters: " << ms << " ms/step\n";
+  std::cout << "[bench] adam (weight_decay " << TrainConfig{}.weight_decay << "), 10M parameters: " << ms
+            << " ms/step\n";
 }
 
 }  // namespace

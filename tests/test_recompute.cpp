@@ -33,7 +33,7 @@ StepResult step(const ModelConfig& cfg, bool checkpoint) {
   auto src = torch::randint(4, cfg.vocab_size, {3, 6}, g, torch::kInt64);
   auto tgt = torch::randint(4, cfg.vocab_size, {3, 5}, g, torch::kInt64);
   src[2][5] = cfg.pad_id, tgt[1][4] = cfg.pad_id;  // padding on both sides
-  torch::manual_seed(99);  // the dropout stream
+  torch::manual_seed(99);                          // the dropout stream
   auto logits = m->forward(cfg.arch == Arch::Decoder ? torch::Tensor() : src, tgt);
   auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, cfg.vocab_size}), tgt.reshape({-1}));
   loss.backward();

@@ -69,8 +69,8 @@ TEST(Safetensors, RoundTripEveryDtype) {
   for (auto dt : {torch::kFloat64, torch::kFloat32, torch::kFloat16, torch::kBFloat16, torch::kInt64, torch::kInt32,
                   torch::kInt16, torch::kInt8, torch::kUInt8, torch::kBool}) {
     const std::string n = c10::toString(dt);
-    torch::Tensor full = dt == torch::kBool    ? torch::randint(0, 2, {2, 3}).to(dt)
-                         : dt == torch::kUInt8 ? torch::randint(0, 256, {2, 3}).to(dt)
+    torch::Tensor full = dt == torch::kBool          ? torch::randint(0, 2, {2, 3}).to(dt)
+                         : dt == torch::kUInt8       ? torch::randint(0, 256, {2, 3}).to(dt)
                          : torch::isFloatingType(dt) ? torch::randn({2, 3}).to(dt)
                                                      : torch::randint(-100, 100, {2, 3}).to(dt);
     in.emplace_back(n, full);
@@ -114,9 +114,8 @@ TEST(Safetensors, ByteLayout) {
   save_safetensors(path, {{"a", torch::tensor({1.0f, 2.0f})}, {"b", torch::tensor({7, 8, 9}, torch::kUInt8)}},
                    {{"k", "v"}});
   // 132 bytes of JSON, padded with 4 spaces to 136 (8 + 136 = 144, a multiple of 8).
-  const std::string json =
-      R"({"__metadata__":{"k":"v"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-      R"("b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]}})";
+  const std::string json = R"({"__metadata__":{"k":"v"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                           R"("b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]}})";
   ASSERT_EQ(json.size(), 132u);
   const std::string data("\x00\x00\x80\x3f\x00\x00\x00\x40\x07\x08\x09", 11);  // 1.0f, 2.0f LE; 7 8 9
   const std::string expected = std::string("\x88\0\0\0\0\0\0\0", 8) + json + "    " + data;
@@ -127,14 +126,14 @@ TEST(Safetensors, ByteLayout) {
 TEST(Safetensors, ValidHandWrittenFiles) {
   const std::string dir = fresh_dir();
   // Unpadded header, file order by data offset (not by name), an empty tensor sharing an
-  // offset with a non-empty one, a 0-element tensor with a huge dimension, an unused gap and trailing bytes, no __metadata__.
+  // offset with a non-empty one, a 0-element tensor with a huge dimension, an unused gap and trailing bytes, no
+  // __metadata__.
   const std::string path = write_file(
-      dir + "/ok.safetensors",
-      st_file(R"({"a":{"dtype":"I32","shape":[],"data_offsets":[6,10]},)"
-              R"("b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
-              R"("c":{"dtype":"F16","shape":[3,0],"data_offsets":[6,6]},)"
-              R"("z":{"dtype":"BOOL","shape":[0,9223372036854775807],"data_offsets":[0,0]}})",
-              "\x05\x06????" + std::string("\x2a\0\0\0", 4) + "trailing"));
+      dir + "/ok.safetensors", st_file(R"({"a":{"dtype":"I32","shape":[],"data_offsets":[6,10]},)"
+                                       R"("b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                                       R"("c":{"dtype":"F16","shape":[3,0],"data_offsets":[6,6]},)"
+                                       R"("z":{"dtype":"BOOL","shape":[0,9223372036854775807],"data_offsets":[0,0]}})",
+                                       "\x05\x06????" + std::string("\x2a\0\0\0", 4) + "trailing"));
   const stx::SafetensorsFile f = load_safetensors(path);
   ASSERT_EQ(f.tensors.size(), 4u);
   ASSERT_TRUE(f.find("a") && f.find("b") && f.find("c") && f.find("z"));
@@ -197,7 +196,8 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
        "is too large"},
       {"shape_too_many_dims", st_file(entry(ok_dtype + R"("shape":[)" + dims65 + R"(],"data_offsets":[0,4])"), eight),
        "\"shape\" has 65 dimensions (at most 64)"},
-      {"offsets_number", st_file(entry(ok_dtype + ok_shape + R"("data_offsets":8)"), eight), "\"data_offsets\" must be"},
+      {"offsets_number", st_file(entry(ok_dtype + ok_shape + R"("data_offsets":8)"), eight),
+       "\"data_offsets\" must be"},
       {"offsets_one", st_file(entry(ok_dtype + ok_shape + R"("data_offsets":[8])"), eight), "\"data_offsets\" must be"},
       {"offsets_three", st_file(entry(ok_dtype + ok_shape + R"("data_offsets":[0,8,8])"), eight),
        "\"data_offsets\" must be"},
@@ -210,8 +210,9 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
        "truncated: tensor 'x' needs bytes 0..4096 but the data section has 1000"},
       {"size_mismatch", st_file(entry(ok_dtype + ok_shape + R"("data_offsets":[0,4])"), eight),
        "span 4 bytes but shape [2] of F32 needs 8"},
-      {"overlap", st_file(R"({"x":)" + f32x2 + R"(,"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                          std::string(12, '\0')),
+      {"overlap",
+       st_file(R"({"x":)" + f32x2 + R"(,"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+               std::string(12, '\0')),
        "tensors 'x' and 'y' overlap (bytes 0..8 and 4..12)"},
       {"same_range", st_file(R"({"x":)" + f32x2 + R"(,"y":)" + f32x2 + "}", eight), "overlap"},
       {"bool_byte", st_file(R"({"x":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", "\x01\x02"),

@@ -17,7 +17,9 @@ Linear make(int64_t in, int64_t out, GammaInit g, uint64_t seed) {
   return l;
 }
 
-double spectral_norm(const torch::Tensor& w) { return torch::linalg::svdvals(w.detach(), c10::nullopt).max().item<double>(); }
+double spectral_norm(const torch::Tensor& w) {
+  return torch::linalg::svdvals(w.detach(), c10::nullopt).max().item<double>();
+}
 
 TEST(SigmaReparam, GammaInitSigmaLeavesWeightUnchanged) {
   auto l = make(24, 16, GammaInit::Sigma, 1);
@@ -56,7 +58,8 @@ TEST(SigmaReparam, PowerIterationOnlyInTraining) {
   auto l = make(16, 16, GammaInit::Sigma, 4);
   {
     torch::NoGradGuard ng;
-    l->u.copy_(torch::nn::functional::normalize(torch::randn({16}), torch::nn::functional::NormalizeFuncOptions().dim(0)));
+    l->u.copy_(
+        torch::nn::functional::normalize(torch::randn({16}), torch::nn::functional::NormalizeFuncOptions().dim(0)));
   }
   auto u0 = l->u.clone();
   auto x = torch::randn({3, 16});

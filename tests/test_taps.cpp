@@ -44,7 +44,8 @@ TEST(Taps, PreLNPointsAndFinalNorm) {
   const auto& v = taps.values();
   for (int l = 0; l < 2; ++l) {
     const std::string p = "decoder.layers." + std::to_string(l) + ".";
-    for (auto n : {"pre1", "pre2", "pre3", "cross1", "cross2", "cross3", "pre4", "pre5", "output"}) ASSERT_TRUE(v.count(p + n)) << p + n;
+    for (auto n : {"pre1", "pre2", "pre3", "cross1", "cross2", "cross3", "pre4", "pre5", "output"})
+      ASSERT_TRUE(v.count(p + n)) << p + n;
     EXPECT_TRUE(torch::allclose(v.at(p + "pre3"), v.at(p + "input") + v.at(p + "pre2"), 1e-5, 1e-6));
     EXPECT_TRUE(torch::allclose(v.at(p + "output"), v.at(p + "cross3") + v.at(p + "pre5"), 1e-5, 1e-6));
   }

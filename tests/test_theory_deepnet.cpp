@@ -99,9 +99,11 @@ TEST(DeepNetUpdate, QuickClaimsAndSeries) {
   stx::theory::Options o;
   auto r = stx::theory::run_deepnet_update(o);
   for (auto& c : r.claims)
-    std::printf("  %-5s %s: predicted %s measured %.4g tol %s\n", c.holds ? "ok" : c.theory ? "FAIL" : "✗obs",
-                c.statement.c_str(),
-                c.predicted.dump().c_str(), c.measured, c.tolerance.dump().c_str());
+    std::printf("  %-5s %s: predicted %s measured %.4g tol %s\n",
+                c.holds    ? "ok"
+                : c.theory ? "FAIL"
+                           : "✗obs",
+                c.statement.c_str(), c.predicted.dump().c_str(), c.measured, c.tolerance.dump().c_str());
   for (auto& f : r.findings) std::printf("  • %s\n", f.c_str());
   EXPECT_TRUE(r.all_theory_claims_hold());
   int theory = 0;

@@ -64,7 +64,9 @@ void check_w2_gradient(Scheme scheme, bool sigma, int64_t layer) {
 
 TEST(Theorem1Measure, W2GradientMatchesFiniteDifferencesPostLN) { check_w2_gradient(Scheme::Post, false, -1); }
 TEST(Theorem1Measure, W2GradientMatchesFiniteDifferencesPreLN) { check_w2_gradient(Scheme::Pre, false, -1); }
-TEST(Theorem1Measure, W2GradientMatchesFiniteDifferencesDeepNormLayer0) { check_w2_gradient(Scheme::DeepNorm, false, 0); }
+TEST(Theorem1Measure, W2GradientMatchesFiniteDifferencesDeepNormLayer0) {
+  check_w2_gradient(Scheme::DeepNorm, false, 0);
+}
 TEST(Theorem1Measure, W2GradientMatchesFiniteDifferencesSigmaReparam) { check_w2_gradient(Scheme::Post, true, -1); }
 
 // The theory setting: W^Q = W^K = 0 (uniform attention), Gaussian inputs, and a Post-LN model's

@@ -45,8 +45,8 @@ TEST(DivergenceGuard, NonFiniteAndSpikes) {
   EXPECT_EQ(g.check(NAN, 1), DivergenceGuard::Verdict::NonFinite);
   EXPECT_EQ(g.check(1, INFINITY), DivergenceGuard::Verdict::NonFinite);
   EXPECT_EQ(g.check(100, 1), DivergenceGuard::Verdict::Ok) << "no spike judgement before window/2 losses";
-  for (int i = 0; i < 10; ++i) g.accept(5.0 + 0.1 * (i % 2));  // mean 5.05, sd ≈ 0.053
-  EXPECT_EQ(g.check(5.2, 1), DivergenceGuard::Verdict::Ok);   // z ≈ 2.8
+  for (int i = 0; i < 10; ++i) g.accept(5.0 + 0.1 * (i % 2));   // mean 5.05, sd ≈ 0.053
+  EXPECT_EQ(g.check(5.2, 1), DivergenceGuard::Verdict::Ok);     // z ≈ 2.8
   EXPECT_EQ(g.check(5.5, 1), DivergenceGuard::Verdict::Spike);  // z ≈ 8.5
   EXPECT_EQ(g.check(1.0, 1), DivergenceGuard::Verdict::Ok) << "a drop is not a spike";
   EXPECT_NE(g.describe(DivergenceGuard::Verdict::Spike, 5.5, 1).find("standard deviations"), std::string::npos);
@@ -60,7 +60,8 @@ TEST(DivergenceGuard, NonFiniteAndSpikes) {
 }
 
 TEST(MetricsLog, ResumeDropsLinesAfterTheCheckpointAndTornLines) {
-  const auto path = (std::filesystem::temp_directory_path() / ("stx_metrics_" + std::to_string(getpid()) + ".jsonl")).string();
+  const auto path =
+      (std::filesystem::temp_directory_path() / ("stx_metrics_" + std::to_string(getpid()) + ".jsonl")).string();
   {
     MetricsLog log(path, 0);
     for (int s = 1; s <= 5; ++s) log.write({{"step", s}, {"loss", 1.0 / s}});

@@ -9,9 +9,9 @@
 
 #include "command.h"
 #include "stx/bench/step_bench.h"
+#include "stx/config/config_io.h"
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
-#include "stx/config/config_io.h"
 
 namespace stx::cli {
 
@@ -34,9 +34,12 @@ void register_bench(Registry& reg) {
   sub->add_option("--seq", o->seq, "tokens per sequence (default: model.max_len)");
   sub->add_option("--steps", o->steps, "timed steps (default 20)");
   sub->add_option("--warmup", o->warmup, "untimed steps first (default 3)");
-  sub->add_option("--threads", o->threads, "intra-op threads (default: STX_THREADS, else 1 for small products (tokens·d_model² < 2^24), else physical cores)");
-  sub->add_option("--kernels", o->kernels,
-                  "fused (default: stx's attention and dropout kernels) or reference (LibTorch ops), to measure the difference");
+  sub->add_option("--threads", o->threads,
+                  "intra-op threads (default: STX_THREADS, else 1 for small products (tokens·d_model² < 2^24), else "
+                  "physical cores)");
+  sub->add_option(
+      "--kernels", o->kernels,
+      "fused (default: stx's attention and dropout kernels) or reference (LibTorch ops), to measure the difference");
   sub->add_option("--profile", o->profile,
                   "after the timed steps, profile 5 more with LibTorch's profiler into a Chrome trace FILE "
                   "(bench/profile_table.py FILE: time per op)");
@@ -45,7 +48,8 @@ void register_bench(Registry& reg) {
   reg.add(sub, [o, sub] {
     auto at_least = [&](const char* flag, int64_t v, int64_t lo) {
       if (sub->count(flag) && v < lo)
-        throw InputError(std::string(flag) + " " + std::to_string(v) + " is not allowed (must be ≥ " + std::to_string(lo) + ")");
+        throw InputError(std::string(flag) + " " + std::to_string(v) + " is not allowed (must be ≥ " +
+                         std::to_string(lo) + ")");
     };
     at_least("--batch", o->batch, 1), at_least("--seq", o->seq, 1), at_least("--steps", o->steps, 1);
     at_least("--warmup", o->warmup, 0), at_least("--threads", o->threads, 1);

@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "command.h"
-#include "stx/core/error.h"
-#include "stx/data/byte_corpus.h"
 #include "stx/config/config_io.h"
 #include "stx/config/schemes.h"
+#include "stx/core/error.h"
+#include "stx/data/byte_corpus.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
 
@@ -29,7 +29,8 @@ torch::Tensor byte_batch(const std::string& path, int64_t batch, int64_t length)
 
 std::vector<int64_t> shown_layers(int64_t L) {
   std::vector<int64_t> out;
-  for (int64_t l : {1, 2, 3, 5}) if (l <= L) out.push_back(l);
+  for (int64_t l : {1, 2, 3, 5})
+    if (l <= L) out.push_back(l);
   for (int64_t l = 10; l < L; l += (L > 50 ? 10 : 5)) out.push_back(l);
   if (out.empty() || out.back() != L) out.push_back(L);
   return out;
@@ -43,7 +44,8 @@ void register_demo(Registry& reg) {
     std::string text = demo_text_path();
   };
   auto o = std::make_shared<Opts>();
-  auto* sub = reg.app.add_subcommand("demo", "why depth breaks Post-LN: per-layer norms and W² gradients at init, every scheme");
+  auto* sub = reg.app.add_subcommand(
+      "demo", "why depth breaks Post-LN: per-layer norms and W² gradients at init, every scheme");
   sub->add_option("--layers", o->layers, "decoder layers")->check(CLI::Range(1, 100000));
   sub->add_option("--d-model", o->d_model, "model width (4 heads, d_ff = 4·d)")->check(CLI::Range(4, 8192));
   sub->add_option("--batch", o->batch, "sequences in the batch")->check(CLI::Range(1, 4096));
@@ -51,7 +53,8 @@ void register_demo(Registry& reg) {
   sub->add_option("--seed", o->seed, "initialization seed");
   sub->add_option("--text", o->text, "text file; its bytes are the tokens");
   reg.add(sub, [o] {
-    if (o->d_model % 4 != 0) throw InputError("--d-model " + std::to_string(o->d_model) + " must be divisible by 4 (heads)");
+    if (o->d_model % 4 != 0)
+      throw InputError("--d-model " + std::to_string(o->d_model) + " must be divisible by 4 (heads)");
     auto data = byte_batch(o->text, o->batch, o->length);
     auto inputs = data.narrow(1, 0, o->length), targets = data.narrow(1, 1, o->length);
     const auto variants = schemes_used_by(kUseDemo);
@@ -105,7 +108,8 @@ void register_demo(Registry& reg) {
     std::cout << "\n";
     for (int64_t l : shown_layers(L)) {
       std::cout << fmt::format("{:>6}", l);
-      for (size_t v = 0; v < variants.size(); ++v) std::cout << fmt::format(" │ {:>8.3f} {:>10.3e}", act[v][l - 1], grad[v][l - 1]);
+      for (size_t v = 0; v < variants.size(); ++v)
+        std::cout << fmt::format(" │ {:>8.3f} {:>10.3e}", act[v][l - 1], grad[v][l - 1]);
       std::cout << "\n";
     }
     std::cout << fmt::format("{:>6}", "loss");

@@ -31,8 +31,10 @@ void register_eval(Registry& reg) {
   sub->add_option("--checkpoint", o->checkpoint, "best | last");
   sub->add_option("--beam", o->beam, "beam size for BLEU (1 = greedy)")->check(CLI::Range(1, 64));
   sub->add_option("--lenpen", o->lenpen, "length penalty α: score / length^α")->check(CLI::Range(0.0, 10.0));
-  sub->add_option("--sentences", o->sentences, "decode only the first N sentences for BLEU (0 = all)")->check(CLI::Range(int64_t(0), int64_t(1) << 40));
-  sub->add_option("--max-tokens", o->max_tokens, "batch budget for the loss (default: train.max_tokens)")->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+  sub->add_option("--sentences", o->sentences, "decode only the first N sentences for BLEU (0 = all)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+  sub->add_option("--max-tokens", o->max_tokens, "batch budget for the loss (default: train.max_tokens)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
   sub->add_option("--hyps", o->hyps, "write the decoded sentences to this file");
   sub->add_option("--json", o->json, "write the scores as JSON");
   sub->add_option("--baseline", o->baseline, "copy: score the source sentences as translations (no model)")
@@ -47,17 +49,21 @@ void register_eval(Registry& reg) {
       const auto s = corpus_bleu(c.src, c.tgt);
       out["baseline"] = "copy";
       out["bleu"] = s.score;
-      std::cout << fmt::format("{} {}: copy-the-source BLEU {:.2f} ({} sentences)\n", o->run, o->split, s.score, c.tgt.size());
+      std::cout << fmt::format("{} {}: copy-the-source BLEU {:.2f} ({} sentences)\n", o->run, o->split, s.score,
+                               c.tgt.size());
     } else {
       std::vector<std::string> refs;
       auto examples = tokenize_split(r.vocab, cfg.data, o->split, cfg.model.max_len, &refs);
-      Batcher batches(examples, o->max_tokens > 0 ? o->max_tokens : cfg.train.max_tokens, cfg.model.max_len, r.vocab.pad_id,
-                      r.vocab.bos_id, r.vocab.eos_id, 0, false);
+      Batcher batches(examples, o->max_tokens > 0 ? o->max_tokens : cfg.train.max_tokens, cfg.model.max_len,
+                      r.vocab.pad_id, r.vocab.bos_id, r.vocab.eos_id, 0, false);
       auto v = evaluate_loss(*r.model, batches, cfg.train.label_smoothing, r.vocab.pad_id);
-      out.update({{"loss", v.loss}, {"nll", v.nll}, {"ppl", std::exp(v.nll)}, {"tokens", v.tokens},
+      out.update({{"loss", v.loss},
+                  {"nll", v.nll},
+                  {"ppl", std::exp(v.nll)},
+                  {"tokens", v.tokens},
                   {"dropped", batches.dropped()}});
-      std::string line = fmt::format("{} {} (step {}): loss {:.4f}  nll {:.4f}  ppl {:.2f}  ({} tokens)", o->run, o->split,
-                                     r.step, v.loss, v.nll, std::exp(v.nll), v.tokens);
+      std::string line = fmt::format("{} {} (step {}): loss {:.4f}  nll {:.4f}  ppl {:.2f}  ({} tokens)", o->run,
+                                     o->split, r.step, v.loss, v.nll, std::exp(v.nll), v.tokens);
       if (cfg.data.task == Task::Translation) {
         DecodeOptions d;
         d.beam = o->beam, d.length_penalty = o->lenpen;

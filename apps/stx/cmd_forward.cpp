@@ -18,7 +18,8 @@ torch::Tensor check_tokens(const SafetensorsFile& f, const std::string& path, co
   const torch::Tensor* t = f.find(name);
   if (!t) return {};
   if (t->scalar_type() != torch::kInt64)
-    throw InputError(path + ": tensor '" + name + "' must be int64 token ids, got " + std::string(c10::toString(t->scalar_type())));
+    throw InputError(path + ": tensor '" + name + "' must be int64 token ids, got " +
+                     std::string(c10::toString(t->scalar_type())));
   if (t->dim() != 2 || t->size(0) == 0 || t->size(1) == 0)
     throw InputError(path + ": tensor '" + name + "' must have shape [batch, length] with both > 0");
   if (t->size(1) > m.max_len)
@@ -54,10 +55,14 @@ void register_forward(Registry& reg) {
         throw InputError(o->input + ": unexpected tensor '" + name + "' (allowed: src, tgt)");
     auto src = check_tokens(in, o->input, "src", m);
     auto tgt = check_tokens(in, o->input, "tgt", m);
-    if (m.has_encoder() && !src.defined()) throw InputError(o->input + ": this " + to_string(m.arch) + " model needs tensor 'src'");
-    if (m.has_decoder() && !tgt.defined()) throw InputError(o->input + ": this " + to_string(m.arch) + " model needs tensor 'tgt'");
-    if (!m.has_encoder() && src.defined()) throw InputError(o->input + ": a decoder-only model takes 'tgt' only, found 'src'");
-    if (!m.has_decoder() && tgt.defined()) throw InputError(o->input + ": an encoder-only model takes 'src' only, found 'tgt'");
+    if (m.has_encoder() && !src.defined())
+      throw InputError(o->input + ": this " + to_string(m.arch) + " model needs tensor 'src'");
+    if (m.has_decoder() && !tgt.defined())
+      throw InputError(o->input + ": this " + to_string(m.arch) + " model needs tensor 'tgt'");
+    if (!m.has_encoder() && src.defined())
+      throw InputError(o->input + ": a decoder-only model takes 'tgt' only, found 'src'");
+    if (!m.has_decoder() && tgt.defined())
+      throw InputError(o->input + ": an encoder-only model takes 'src' only, found 'tgt'");
     if (src.defined() && tgt.defined() && src.size(0) != tgt.size(0))
       throw InputError(o->input + ": 'src' and 'tgt' have different batch sizes");
     auto& model = loaded.model;
@@ -71,8 +76,8 @@ void register_forward(Registry& reg) {
       for (auto& [name, t] : taps.values())
         if (name != "logits") out.emplace_back(name, t.to(torch::kFloat32));
     save_safetensors(o->out, out, {{"stx.source_model", o->model}}, Checksums::On);
-    std::cout << "wrote " << o->out << ": logits " << logits.sizes() << (want_taps ? ", " + std::to_string(out.size() - 1) + " taps" : "")
-              << "\n";
+    std::cout << "wrote " << o->out << ": logits " << logits.sizes()
+              << (want_taps ? ", " + std::to_string(out.size() - 1) + " taps" : "") << "\n";
     return 0;
   });
 }

@@ -24,25 +24,34 @@ void register_sweep(Registry& reg) {
   auto o = std::make_shared<Opts>();
   auto* sub = reg.app.add_subcommand(
       "sweep",
-      "train every residual scheme at every depth (one `stx train` per pair, resumable) and write DIR/sweep.md: a DeepNet "
+      "train every residual scheme at every depth (one `stx train` per pair, resumable) and write DIR/sweep.md: a "
+      "DeepNet "
       "Table 1-style table of final validation loss (BLEU for translation) or where each run diverged, and figures");
   o->cfg.add_to(sub, /*config_required=*/true);
-  sub->add_option("--depths", o->depths, "comma-separated layer counts, e.g. 6,18,50,100,200,1000 (encoder-decoder: L-L)")->required();
+  sub->add_option("--depths", o->depths,
+                  "comma-separated layer counts, e.g. 6,18,50,100,200,1000 (encoder-decoder: L-L)")
+      ->required();
   std::string rows;
   for (auto* r : schemes_used_by(kUseSweep)) rows += (rows.empty() ? "" : ", ") + r->name + " (" + r->title + ")";
   sub->add_option("--schemes", o->schemes, "comma-separated rows of the scheme table: " + rows)->capture_default_str();
   sub->add_option("--steps", o->steps, "updates per run (train.max_steps)")->required();
-  sub->add_option("--out", o->out, "sweep directory: one run directory per pair, sweep.md, sweep.json, figures/")->required();
-  sub->add_option("--early-steps", o->early_steps, "x range of the ΔF / gradient-norm figures (default: max(100, steps/10), at most steps)");
-  sub->add_option("--jobs", o->jobs, "runs at once, each with cores/jobs threads unless STX_THREADS is set (default 1)");
+  sub->add_option("--out", o->out, "sweep directory: one run directory per pair, sweep.md, sweep.json, figures/")
+      ->required();
+  sub->add_option("--early-steps", o->early_steps,
+                  "x range of the ΔF / gradient-norm figures (default: max(100, steps/10), at most steps)");
+  sub->add_option("--jobs", o->jobs,
+                  "runs at once, each with cores/jobs threads unless STX_THREADS is set (default 1)");
   sub->add_flag("--quiet", o->quiet, "no progress line on stderr (result lines still go to stdout)");
   reg.add(sub, [o] {
     sweep::SweepOptions s;
-    s.plan = sweep::make_plan(o->cfg.config, o->cfg.overrides, sweep::parse_schemes(o->schemes), sweep::parse_depths(o->depths),
-                              o->steps);
-    if (o->early_steps < 0) throw InputError("--early-steps " + std::to_string(o->early_steps) + ": must be ≥ 0 (0: automatic)");
-    s.early_steps = o->early_steps > 0 ? o->early_steps : std::min<int64_t>(o->steps, std::max<int64_t>(100, (o->steps + 9) / 10));
-    if (o->jobs < 1 || o->jobs > 64) throw InputError("--jobs " + std::to_string(o->jobs) + ": must be between 1 and 64");
+    s.plan = sweep::make_plan(o->cfg.config, o->cfg.overrides, sweep::parse_schemes(o->schemes),
+                              sweep::parse_depths(o->depths), o->steps);
+    if (o->early_steps < 0)
+      throw InputError("--early-steps " + std::to_string(o->early_steps) + ": must be ≥ 0 (0: automatic)");
+    s.early_steps =
+        o->early_steps > 0 ? o->early_steps : std::min<int64_t>(o->steps, std::max<int64_t>(100, (o->steps + 9) / 10));
+    if (o->jobs < 1 || o->jobs > 64)
+      throw InputError("--jobs " + std::to_string(o->jobs) + ": must be between 1 and 64");
     s.jobs = static_cast<int>(o->jobs);
     std::error_code ec;
     s.exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();

@@ -12,8 +12,8 @@
 #include "command.h"
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
-#include "stx/theory/claims_table.h"
 #include "stx/report/plot.h"
+#include "stx/theory/claims_table.h"
 #include "stx/theory/experiment.h"
 
 namespace stx::cli {
@@ -65,18 +65,24 @@ void plot_if(const theory::Result& r, const std::string& png) {
 
 void register_theory(Registry& reg) {
   auto t = std::make_shared<TheoryOpts>();
-  auto* sub = reg.app.add_subcommand("theory", "check the seed papers' claims against measurement (prints predicted vs measured)");
-  sub->add_option("experiment", t->name, "lemma2 | lemma3 | theorem1 | grad-profile | deepnet-update | sigma-toy | entropy-bound | all")
+  auto* sub = reg.app.add_subcommand(
+      "theory", "check the seed papers' claims against measurement (prints predicted vs measured)");
+  sub->add_option("experiment", t->name,
+                  "lemma2 | lemma3 | theorem1 | grad-profile | deepnet-update | sigma-toy | entropy-bound | all")
       ->required();
   sub->add_flag("--full", t->o.full, "paper-sized settings (slow) instead of the quick defaults");
   sub->add_option("--seed", t->seed, "base random seed");
   sub->add_option("--d", t->d, "model width d")->check(CLI::Range(int64_t{2}, int64_t{65536}));
   sub->add_option("--layers", t->layers, "number of layers")->check(CLI::Range(int64_t{1}, int64_t{100000}));
   sub->add_option("--d-ff", t->d_ff, "FFN width d_F")->check(CLI::Range(int64_t{1}, int64_t{262144}));
-  sub->add_option("--seeds", t->seeds, "independent seeds to average over")->check(CLI::Range(int64_t{2}, int64_t{100000}));
+  sub->add_option("--seeds", t->seeds, "independent seeds to average over")
+      ->check(CLI::Range(int64_t{2}, int64_t{100000}));
   sub->add_option("--tokens", t->tokens, "tokens per sequence")->check(CLI::Range(int64_t{2}, int64_t{100000}));
-  sub->add_option("--steps", t->steps, "training steps (deepnet-update)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
-  sub->add_option("--depths", t->depths, "depth grid, e.g. 6,18,50")->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  sub->add_option("--steps", t->steps, "training steps (deepnet-update)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  sub->add_option("--depths", t->depths, "depth grid, e.g. 6,18,50")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   sub->add_option("--lr", t->lr, "learning rate (deepnet-update)")->check(CLI::PositiveNumber);
   sub->add_option("--json", t->json, "write the result as JSON (claims schema: docs/design.md)");
   sub->add_option("--plot", t->plot, "write the figure as PNG");
@@ -129,8 +135,9 @@ void register_theory(Registry& reg) {
     md << "---\n\nSummary: " << total - failed << " of " << total << " theory claims hold; " << observations_off
        << " observations differ from the papers' descriptions (see the findings above).\n";
     write_text(t->out + "/report.md", md.str());
-    std::cout << fmt::format("\n{} of {} theory claims hold; {} observations differ from the papers. Report: {}/report.md\n",
-                             total - failed, total, observations_off, t->out);
+    std::cout << fmt::format(
+        "\n{} of {} theory claims hold; {} observations differ from the papers. Report: {}/report.md\n", total - failed,
+        total, observations_off, t->out);
     return t->strict && failed ? 1 : 0;
   });
 }

@@ -8,11 +8,11 @@
 #include <memory>
 
 #include "command.h"
+#include "stx/config/config_io.h"
 #include "stx/core/error.h"
 #include "stx/core/run_dir.h"
 #include "stx/core/runtime.h"
 #include "stx/parallel/launcher.h"
-#include "stx/config/config_io.h"
 #include "stx/train/trainer.h"
 
 namespace stx::cli {
@@ -25,15 +25,19 @@ void register_train(Registry& reg) {
     int nproc = 1;
   };
   auto o = std::make_shared<Opts>();
-  auto* sub = reg.app.add_subcommand("train", "train on a corpus, logging the stability diagnostics to RUN/metrics.jsonl");
+  auto* sub =
+      reg.app.add_subcommand("train", "train on a corpus, logging the stability diagnostics to RUN/metrics.jsonl");
   o->cfg.add_to(sub, /*config_required=*/false);
-  sub->add_option("--out", o->out, "run directory (config, checkpoints, metrics.jsonl, SentencePiece models)")->required();
+  sub->add_option("--out", o->out, "run directory (config, checkpoints, metrics.jsonl, SentencePiece models)")
+      ->required();
   sub->add_flag("--resume", o->resume, "continue the run in --out from its last checkpoint (exactly)");
-  sub->add_flag("--resume-prev", o->resume_prev,
-                "continue from the checkpoint before the last (checkpoint_prev), when the last is corrupt; the last is kept "
-                "as checkpoint_last.corrupt.safetensors");
+  sub->add_flag(
+      "--resume-prev", o->resume_prev,
+      "continue from the checkpoint before the last (checkpoint_prev), when the last is corrupt; the last is kept "
+      "as checkpoint_last.corrupt.safetensors");
   sub->add_flag("--quiet", o->quiet, "no progress output");
-  sub->add_option("--nproc", o->nproc, "data parallel: start N local worker processes (c10d, Gloo), N·update_freq batches per update")
+  sub->add_option("--nproc", o->nproc,
+                  "data parallel: start N local worker processes (c10d, Gloo), N·update_freq batches per update")
       ->check(CLI::Range(1, 256));
   reg.add(sub, [o] {
     TrainOptions t;
@@ -45,11 +49,13 @@ void register_train(Registry& reg) {
       t.config = resolve_config(o->cfg.config, o->cfg.overrides);
     }
     t.run_dir = o->out, t.resume = o->resume, t.resume_prev = o->resume_prev, t.quiet = o->quiet;
-    use_default_threads(t.config.model.d_model, t.config.train.max_tokens);  // unless STX_THREADS (--nproc, sweep --jobs, the user)
+    use_default_threads(t.config.model.d_model,
+                        t.config.train.max_tokens);  // unless STX_THREADS (--nproc, sweep --jobs, the user)
     t.world = parallel::env_from_environment();
     if (t.world && o->nproc > 1)
-      throw InputError("--nproc starts local workers, but this process is already worker " + std::to_string(t.world->rank) +
-                       " of a job of " + std::to_string(t.world->world_size) + " (WORLD_SIZE is set); drop one of them");
+      throw InputError("--nproc starts local workers, but this process is already worker " +
+                       std::to_string(t.world->rank) + " of a job of " + std::to_string(t.world->world_size) +
+                       " (WORLD_SIZE is set); drop one of them");
     if (o->nproc > 1) {
       RunDir(o->out).check_start(o->resume, o->resume_prev);  // what every worker would refuse, before starting any
       parallel::LaunchOptions l;
@@ -65,9 +71,15 @@ void register_train(Registry& reg) {
     auto r = train(t);
     const bool speak = !t.world || t.world->rank == 0;  // every rank ends alike; rank 0 says so
     switch (r.kind) {
-      case TrainOutcome::Kind::Finished: if (speak) std::cout << r.message << "\n"; return 0;
-      case TrainOutcome::Kind::Interrupted: if (speak) std::cerr << r.message << "\n"; return 128 + r.signal;
-      case TrainOutcome::Kind::Diverged: if (speak) std::cerr << r.message << "\n"; return 1;
+      case TrainOutcome::Kind::Finished:
+        if (speak) std::cout << r.message << "\n";
+        return 0;
+      case TrainOutcome::Kind::Interrupted:
+        if (speak) std::cerr << r.message << "\n";
+        return 128 + r.signal;
+      case TrainOutcome::Kind::Diverged:
+        if (speak) std::cerr << r.message << "\n";
+        return 1;
     }
     return 1;
   });

@@ -17,7 +17,8 @@ void register_translate(Registry& reg) {
     double lenpen = 1.0;
   };
   auto o = std::make_shared<Opts>();
-  auto* sub = reg.app.add_subcommand("translate", "translate stdin → stdout (one sentence per line) with a trained run");
+  auto* sub =
+      reg.app.add_subcommand("translate", "translate stdin → stdout (one sentence per line) with a trained run");
   sub->add_option("--run", o->run, "run directory of `stx train` (data.task translation)")->required();
   sub->add_option("--checkpoint", o->checkpoint, "best | last");
   sub->add_option("--beam", o->beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));

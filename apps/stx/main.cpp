@@ -43,7 +43,8 @@ void ConfigOptions::add_to(CLI::App* sub, bool config_required) {
 
 int main(int argc, char** argv) {
   stx::reexec_with_runtime_env(argc, argv);
-  CLI::App app{"stx — stable transformers: train and study very deep Transformers (Post-LN, Pre-LN, DeepNorm, σReparam)"};
+  CLI::App app{
+      "stx — stable transformers: train and study very deep Transformers (Post-LN, Pre-LN, DeepNorm, σReparam)"};
   app.set_version_flag("--version", std::string("stx ") + STX_VERSION + " (LibTorch " + TORCH_VERSION + ")");
   app.require_subcommand(1);
   stx::cli::Registry reg{app, {}};

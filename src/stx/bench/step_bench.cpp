@@ -2,9 +2,9 @@
 #include "stx/bench/step_bench.h"
 
 #include <fmt/format.h>
-#include <torch/csrc/autograd/profiler_legacy.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,11 +85,13 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   r.seq = o.seq > 0 ? o.seq : m.max_len;
   r.batch = o.batch > 0 ? o.batch : std::max<int64_t>(1, cfg.train.max_tokens / r.seq);
   if (r.seq > m.max_len)
-    throw InputError(fmt::format("--seq {} exceeds model.max_len = {} (allowed: 1..{}; or raise model.max_len with --set)",
-                                 r.seq, m.max_len, m.max_len));
+    throw InputError(
+        fmt::format("--seq {} exceeds model.max_len = {} (allowed: 1..{}; or raise model.max_len with --set)", r.seq,
+                    m.max_len, m.max_len));
   if (o.steps < 1) throw InputError(fmt::format("--steps {} is not allowed (must be ≥ 1)", o.steps));
   if (o.warmup < 0) throw InputError(fmt::format("--warmup {} is not allowed (must be ≥ 0)", o.warmup));
-  if (m.vocab_size < 2) throw InputError("model.vocab_size must be ≥ 2 for stx bench (random tokens avoid the padding id)");
+  if (m.vocab_size < 2)
+    throw InputError("model.vocab_size must be ≥ 2 for stx bench (random tokens avoid the padding id)");
   r.steps = o.steps, r.warmup = o.warmup;
   r.tokens_per_step = r.batch * r.seq;
   r.layers = (m.has_encoder() ? m.encoder_layers : 0) + (m.has_decoder() ? m.decoder_layers : 0);
@@ -200,9 +202,16 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
 nlohmann::json StepBenchResult::to_json() const {
   nlohmann::json shapes = nlohmann::json::array();
   for (const auto& t : sgemm.shapes)
-    shapes.push_back({{"what", t.gemm.what}, {"batch", t.gemm.batch}, {"m", t.gemm.m}, {"n", t.gemm.n}, {"k", t.gemm.k},
-                      {"trans_a", t.gemm.trans_a}, {"trans_b", t.gemm.trans_b}, {"count", t.gemm.count},
-                      {"ms", 1e3 * t.seconds}, {"gflops", t.gflops()}});
+    shapes.push_back({{"what", t.gemm.what},
+                      {"batch", t.gemm.batch},
+                      {"m", t.gemm.m},
+                      {"n", t.gemm.n},
+                      {"k", t.gemm.k},
+                      {"trans_a", t.gemm.trans_a},
+                      {"trans_b", t.gemm.trans_b},
+                      {"count", t.gemm.count},
+                      {"ms", 1e3 * t.seconds},
+                      {"gflops", t.gflops()}});
   return {{"config", name},
           {"arch", arch},
           {"scheme", scheme},
@@ -254,10 +263,12 @@ std::string StepBenchResult::to_text() const {
   s += fmt::format("FLOP/step: {:.4g} (matrix products, flops.h)\n", flops_per_step);
   s += fmt::format("GFLOP/s: {:.2f}\n", gflops);
   if (sgemm_gflops > 0) {
-    s += fmt::format("sgemm GFLOP/s: {:.2f} (same shapes; the products alone take {:.2f} ms/step)\n", sgemm_gflops, gemm_ms);
+    s += fmt::format("sgemm GFLOP/s: {:.2f} (same shapes; the products alone take {:.2f} ms/step)\n", sgemm_gflops,
+                     gemm_ms);
     s += fmt::format("sgemm fraction: {:.3f}\n", sgemm_fraction);
   }
-  s += fmt::format("RSS MB: {:.0f} before the model, {:.0f} after, {:.0f} peak\n", rss_before_mb, rss_model_mb, peak_rss_mb);
+  s += fmt::format("RSS MB: {:.0f} before the model, {:.0f} after, {:.0f} peak\n", rss_before_mb, rss_model_mb,
+                   peak_rss_mb);
   s += fmt::format("final loss: {:.4f}\n", final_loss);
   return s;
 }

@@ -18,15 +18,15 @@ constexpr int kProfiledSteps = 5;
 
 struct StepBenchOptions {
   Config config;
-  std::string name;        // shown in the report (the config file's name)
-  int64_t batch = 0;       // ≤ 0: train.max_tokens / seq (at least 1)
-  int64_t seq = 0;         // ≤ 0: model.max_len
-  int64_t steps = 20;      // timed
-  int64_t warmup = 3;      // untimed
-  bool progress = true;    // a line on stderr every ~2 s of stepping
-  bool sgemm = true;       // measure the sgemm rate
-  int threads = 0;         // ≤ 0: STX_THREADS if set, else default_threads (core/runtime.h)
-  std::string profile;     // non-empty: a Chrome trace of kProfiledSteps more steps (LibTorch's profiler)
+  std::string name;                // shown in the report (the config file's name)
+  int64_t batch = 0;               // ≤ 0: train.max_tokens / seq (at least 1)
+  int64_t seq = 0;                 // ≤ 0: model.max_len
+  int64_t steps = 20;              // timed
+  int64_t warmup = 3;              // untimed
+  bool progress = true;            // a line on stderr every ~2 s of stepping
+  bool sgemm = true;               // measure the sgemm rate
+  int threads = 0;                 // ≤ 0: STX_THREADS if set, else default_threads (core/runtime.h)
+  std::string profile;             // non-empty: a Chrome trace of kProfiledSteps more steps (LibTorch's profiler)
   bool reference_kernels = false;  // LibTorch ops instead of stx's fused kernels (kernels/kernels.h)
 };
 
@@ -40,10 +40,10 @@ struct StepBenchResult {
   double cpu_ms = 0;  // process CPU time (all threads, user + system) per timed step: steadier than
                       // wall time on a busy machine, and close to it when running on one thread
   double ms_forward = 0, ms_backward = 0, ms_optimizer = 0;  // mean per timed step (forward includes the loss)
-  double tokens_per_s = 0;                                    // tokens_per_step / mean step time
-  double flops_per_step = 0, gflops = 0;                      // achieved: flops_per_step / mean step time
-  double sgemm_gflops = 0, sgemm_fraction = 0;                // fraction = gflops / sgemm_gflops
-  double gemm_ms = 0;                                         // the step's products alone at the sgemm rate
+  double tokens_per_s = 0;                                   // tokens_per_step / mean step time
+  double flops_per_step = 0, gflops = 0;                     // achieved: flops_per_step / mean step time
+  double sgemm_gflops = 0, sgemm_fraction = 0;               // fraction = gflops / sgemm_gflops
+  double gemm_ms = 0;                                        // the step's products alone at the sgemm rate
   double rss_before_mb = 0, rss_model_mb = 0, peak_rss_mb = 0;
   double final_loss = 0;
   SgemmRate sgemm;

@@ -19,7 +19,8 @@ using grid::Outcome;
 namespace {
 
 const char* palette(size_t i) {
-  static const char* c[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  static const char* c[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   return c[i % 10];
 }
 
@@ -65,7 +66,8 @@ Lowest lowest(const Records& rs) {
     for (auto& [k, n] : kinds)
       for (size_t l = 0; l < n; ++l) {
         const nlohmann::json::json_pointer pe("/attn_entropy" + k + "/mean/" + std::to_string(l)),
-            pb("/attn_entropy_bound" + k + "/mean/" + std::to_string(l)), ps("/attn_sigma_kq" + k + "/max_head/" + std::to_string(l));
+            pb("/attn_entropy_bound" + k + "/mean/" + std::to_string(l)),
+            ps("/attn_sigma_kq" + k + "/max_head/" + std::to_string(l));
         if (j.contains(pe) && j[pe].is_number() && j[pe].get<double>() < h) {
           h = j[pe].get<double>();
           b = j.contains(pb) && j[pb].is_number() ? j[pb].get<double>() : NAN;
@@ -98,10 +100,16 @@ std::string lr_label(const Entry& e) {
 }
 
 void run_figure(const std::string& png, const Entry& e, const Records& rs) {
-  Panel loss{"loss", "update", "loss per token", false, true, {}};  // log y when the span is wide (no-norm runs start near 100)
+  Panel loss{"loss", "update", "loss per token",
+             false,  true,     {}};  // log y when the span is wide (no-norm runs start near 100)
   loss.curves.push_back({series(rs, "/loss"), "lines lw 2", "#1f77b4", "train"});
   loss.curves.push_back({series(rs, "/valid_loss", false, true), "points pt 7 ps 1.2", "#d62728", "valid"});
-  Panel ent{"attention entropy: mean (solid), lowest head (dotted), Thm 3.1 bound (dashed)", "update", "nats", false, false, {}};
+  Panel ent{"attention entropy: mean (solid), lowest head (dotted), Thm 3.1 bound (dashed)",
+            "update",
+            "nats",
+            false,
+            false,
+            {}};
   Panel sig{"max over heads of ‖W_K W_Q^T‖_2/√d_h", "update", "spectral norm", false, true, {}};
   size_t c = 0;
   for (auto& [k, n] : attention_kinds(rs))
@@ -112,14 +120,17 @@ void run_figure(const std::string& png, const Entry& e, const Records& rs) {
       ent.curves.push_back({series(rs, "/attn_entropy" + k + "/mean/" + L), "lines lw 2", palette(c), label});
       ent.curves.push_back({series(rs, "/attn_entropy" + k + "/min_head/" + L), "lines dt 3 lw 1", palette(c), ""});
       ent.curves.push_back({series(rs, "/attn_entropy_bound" + k + "/mean/" + L), "lines dt 2 lw 1", palette(c), ""});
-      sig.curves.push_back({series(rs, "/attn_sigma_kq" + k + "/max_head/" + L, true), "lines lw 2", palette(c), label});
+      sig.curves.push_back(
+          {series(rs, "/attn_sigma_kq" + k + "/max_head/" + L, true), "lines lw 2", palette(c), label});
     }
   draw_panels(png, {loss, ent, sig}, fmt::format("{}, {}", e.arm.title, lr_label(e)), 1800, 560);
 }
 
-void arm_figure(const std::string& png, const Arm& a, const std::vector<const Entry*>& es, const std::vector<Records>& rs) {
+void arm_figure(const std::string& png, const Arm& a, const std::vector<const Entry*>& es,
+                const std::vector<Records>& rs) {
   Panel loss{"train loss", "update", "loss per token", false, true, {}};
-  Panel ent{"lowest layer entropy H_min (solid), Thm 3.1 bound of that layer (dashed)", "update", "nats", false, false, {}};
+  Panel ent{
+      "lowest layer entropy H_min (solid), Thm 3.1 bound of that layer (dashed)", "update", "nats", false, false, {}};
   Panel sig{"largest ‖W_K W_Q^T‖_2/√d_h (any layer, head)", "update", "spectral norm", false, true, {}};
   for (size_t i = 0; i < es.size(); ++i) {
     const auto low = lowest(rs[i]);
@@ -133,7 +144,8 @@ void arm_figure(const std::string& png, const Arm& a, const std::vector<const En
 
 }  // namespace
 
-std::vector<std::string> existing_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries) {
+std::vector<std::string> existing_figures(const std::string& dir, const CollapsePlan& p,
+                                          const std::vector<Entry>& entries) {
   std::vector<std::string> names{"lr_robustness.png"}, out;
   for (auto& a : p.arms) names.push_back("arm_" + a.name + ".png");
   for (auto& e : entries) names.push_back("run_" + run_name(e.arm, e.multiplier) + ".png");
@@ -142,7 +154,8 @@ std::vector<std::string> existing_figures(const std::string& dir, const Collapse
   return out;
 }
 
-std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries) {
+std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan& p,
+                                      const std::vector<Entry>& entries) {
   const fs::path fig_dir = fs::path(dir) / "figures";
   std::error_code ec;
   fs::create_directories(fig_dir, ec);
@@ -155,8 +168,14 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
   for (auto& e : entries)
     if (e.run.vocab_size > 0) vocab = e.run.vocab_size;
   const double lnV = std::log(static_cast<double>(vocab));
-  Panel lr{"final validation loss vs learning rate (× or +: diverged, drawn at ln V, dotted)", "learning rate", "validation loss (log)", true, true, {}};
-  lr.extra = fmt::format("set arrow from graph 0, first {0:.6g} to graph 1, first {0:.6g} nohead dt 3 lc rgb '#999999'\n", lnV);
+  Panel lr{"final validation loss vs learning rate (× or +: diverged, drawn at ln V, dotted)",
+           "learning rate",
+           "validation loss (log)",
+           true,
+           true,
+           {}};
+  lr.extra = fmt::format(
+      "set arrow from graph 0, first {0:.6g} to graph 1, first {0:.6g} nohead dt 3 lc rgb '#999999'\n", lnV);
   int pt = 0;
   for (auto& a : p.arms) {
     std::string ok, bad;
@@ -169,7 +188,8 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
     // One point type per arm, so coinciding points of two arms stay distinguishable.
     static const int kPt[] = {7, 5, 9, 11, 13, 4, 6};
     lr.curves.push_back({ok, fmt::format("linespoints lw 2 pt {} ps 1.3", kPt[(pt - 1) % 7]), a.color, a.title});
-    lr.curves.push_back({bad, fmt::format("points pt {} ps 2.5 lw 2", pt % 2 ? 2 : 1), a.color, ok.empty() ? a.title : ""});
+    lr.curves.push_back(
+        {bad, fmt::format("points pt {} ps 2.5 lw 2", pt % 2 ? 2 : 1), a.color, ok.empty() ? a.title : ""});
   }
   draw_panels((fig_dir / "lr_robustness.png").string(), {lr}, "", 1100, 650);
   add("lr_robustness.png");

@@ -20,6 +20,7 @@ namespace stx::collapse {
 // Draws every figure it has data for; returns their paths relative to dir.
 std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries);
 // The figures of this grid already in dir (from an earlier draw), relative to dir.
-std::vector<std::string> existing_figures(const std::string& dir, const CollapsePlan& p, const std::vector<Entry>& entries);
+std::vector<std::string> existing_figures(const std::string& dir, const CollapsePlan& p,
+                                          const std::vector<Entry>& entries);
 
 }  // namespace stx::collapse

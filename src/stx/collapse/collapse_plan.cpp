@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
-#include "stx/core/error.h"
 #include "stx/config/config_io.h"
 #include "stx/config/schemes.h"
+#include "stx/core/error.h"
 #include "stx/grid/grid_plan.h"
 
 namespace stx::collapse {
@@ -30,9 +30,9 @@ std::vector<std::string> split(const std::string& text) {
 
 // Keys every run sets itself (train.lr is not one: it is the Adam arms' base rate).
 const std::set<std::string>& own_keys() {
-  static const std::set<std::string> k{"train.max_steps",   "train.warmup_steps", "train.schedule",
-                                       "train.optimizer",   "train.on_divergence", "model.scheme",    "model.norm",
-                                       "model.sigma_reparam"};
+  static const std::set<std::string> k{"train.max_steps", "train.warmup_steps",  "train.schedule",
+                                       "train.optimizer", "train.on_divergence", "model.scheme",
+                                       "model.norm",      "model.sigma_reparam"};
   return k;
 }
 
@@ -46,7 +46,10 @@ const std::vector<Arm>& all_arms() {
     for (const bool sgd : {false, true})
       for (auto* r : schemes_used_by(sgd ? kUseCollapseSgd : kUseCollapse)) {
         const auto& title = r->arm_title.empty() ? r->title : r->arm_title;
-        Arm arm{r->arm + (sgd ? "-sgd" : ""), title + (sgd ? ", SGD" : ", Adam"), sgd, {"model.norm=layernorm"},
+        Arm arm{r->arm + (sgd ? "-sgd" : ""),
+                title + (sgd ? ", SGD" : ", Adam"),
+                sgd,
+                {"model.norm=layernorm"},
                 sgd ? r->sgd_color : r->color};
         for (auto& o : r->overrides()) arm.overrides.push_back(o);
         arm.overrides.push_back(sgd ? "train.optimizer=sgd" : "train.optimizer=adam");
@@ -70,7 +73,8 @@ std::vector<std::string> parse_arms(const std::string& text) {
   std::vector<std::string> out;
   for (auto& item : split(text)) {
     find_arm(item);
-    if (std::find(out.begin(), out.end(), item) != out.end()) throw InputError("--arms '" + text + "': '" + item + "' is listed twice");
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw InputError("--arms '" + text + "': '" + item + "' is listed twice");
     out.push_back(item);
   }
   if (out.empty()) throw InputError("--arms: needs at least one arm");
@@ -92,7 +96,8 @@ std::vector<double> parse_multipliers(const std::string& text) {
     if (!out.empty() && v <= out.back())
       throw InputError("--multipliers '" + text + "': must increase (the ladder climbs until a run diverges)");
     if (!out.empty() && fmt::format("{:g}", v) == fmt::format("{:g}", out.back()))
-      throw InputError("--multipliers '" + text + "': " + item + " and the one before it name the same run (they agree to 6 digits)");
+      throw InputError("--multipliers '" + text + "': " + item +
+                       " and the one before it name the same run (they agree to 6 digits)");
     out.push_back(v);
   }
   if (out.empty()) throw InputError("--multipliers: needs at least one value");
@@ -115,10 +120,12 @@ CollapsePlan make_plan(const std::string& config_path, const std::vector<std::st
                        const std::vector<std::string>& arms, const std::vector<double>& multipliers, int64_t steps,
                        double sgd_lr, double threshold, double spike_nats, bool quick) {
   if (steps <= 0) throw InputError(fmt::format("--steps {}: must be a positive number of updates", steps));
-  if (!(sgd_lr > 0) || !std::isfinite(sgd_lr)) throw InputError(fmt::format("--sgd-lr {}: must be a positive number", sgd_lr));
+  if (!(sgd_lr > 0) || !std::isfinite(sgd_lr))
+    throw InputError(fmt::format("--sgd-lr {}: must be a positive number", sgd_lr));
   if (!(threshold > 0) || !std::isfinite(threshold))
     throw InputError(fmt::format("--collapse-threshold {}: must be a positive entropy in nats", threshold));
-  if (!(spike_nats > 0) || !std::isfinite(spike_nats)) throw InputError(fmt::format("--spike-nats {}: must be positive", spike_nats));
+  if (!(spike_nats > 0) || !std::isfinite(spike_nats))
+    throw InputError(fmt::format("--spike-nats {}: must be positive", spike_nats));
   CollapsePlan p;
   p.config_path = config_path, p.overrides = overrides, p.base = resolve_config(config_path, overrides);
   for (auto& n : arms) p.arms.push_back(find_arm(n));
@@ -126,7 +133,8 @@ CollapsePlan make_plan(const std::string& config_path, const std::vector<std::st
   p.quick = quick;
   grid::refuse_own_keys(overrides, own_keys(), "the experiment", "see stx experiment entropy-collapse --help");
   if (p.base.model.arch == Arch::Encoder)
-    throw InputError("--config " + config_path + ": the experiment trains a decoder or encoder-decoder model (model.arch is encoder)");
+    throw InputError("--config " + config_path +
+                     ": the experiment trains a decoder or encoder-decoder model (model.arch is encoder)");
   std::vector<grid::PlannedRun> runs;
   for (auto& a : p.arms)
     for (double m : multipliers) runs.push_back({run_name(a, m), run_overrides(p, a, m)});
@@ -137,16 +145,23 @@ CollapsePlan make_plan(const std::string& config_path, const std::vector<std::st
 nlohmann::json plan_json(const CollapsePlan& p) {
   nlohmann::json arms = nlohmann::json::array();
   for (auto& a : p.arms) arms.push_back(a.name);
-  return {{"config_path", p.config_path}, {"overrides", p.overrides}, {"config", config_to_json(p.base)},
-          {"steps", p.steps},             {"sgd_lr", p.sgd_lr},       {"arms", arms},
+  return {{"config_path", p.config_path},
+          {"overrides", p.overrides},
+          {"config", config_to_json(p.base)},
+          {"steps", p.steps},
+          {"sgd_lr", p.sgd_lr},
+          {"arms", arms},
           {"multipliers", p.multipliers}};
 }
 
 std::string plan_mismatch(const nlohmann::json& stored, const CollapsePlan& p) {
-  if (!stored.contains("steps") || !stored.contains("config") || !stored["config"].is_object() || !stored.contains("sgd_lr"))
+  if (!stored.contains("steps") || !stored.contains("config") || !stored["config"].is_object() ||
+      !stored.contains("sgd_lr"))
     return "its experiment_plan.json lacks \"steps\", \"sgd_lr\" or \"config\"";
-  if (stored["steps"] != p.steps) return fmt::format("it was run with --steps {}, not {}", stored["steps"].dump(), p.steps);
-  if (stored["sgd_lr"] != p.sgd_lr) return fmt::format("it was run with --sgd-lr {}, not {}", stored["sgd_lr"].dump(), p.sgd_lr);
+  if (stored["steps"] != p.steps)
+    return fmt::format("it was run with --steps {}, not {}", stored["steps"].dump(), p.steps);
+  if (stored["sgd_lr"] != p.sgd_lr)
+    return fmt::format("it was run with --sgd-lr {}, not {}", stored["sgd_lr"].dump(), p.sgd_lr);
   return grid::config_mismatch(stored["config"], p.base, own_keys());
 }
 

@@ -45,26 +45,29 @@ Reading read_collapse(const std::vector<nlohmann::json>& records, const grid::Ru
       if (!out.collapse_step && *h < threshold) out.collapse_step = step;
     }
     each_layer(j, "attn_entropy", "mean", [&](const std::string& stack, const std::string& kind, size_t l, double e) {
-      const auto p = nlohmann::json::json_pointer("/attn_entropy_bound/" + stack + "/" + kind + "/mean/" + std::to_string(l));
+      const auto p =
+          nlohmann::json::json_pointer("/attn_entropy_bound/" + stack + "/" + kind + "/mean/" + std::to_string(l));
       if (j.contains(p) && j[p].is_number()) {
         const double gap = e - j[p].get<double>();
         out.min_bound_gap = out.min_bound_gap ? std::min(*out.min_bound_gap, gap) : gap;
       }
     });
     std::optional<double> sig;
-    each_layer(j, "attn_sigma_kq", "max_head", [&](auto&, auto&, size_t, double v) { sig = sig ? std::max(*sig, v) : v; });
+    each_layer(j, "attn_sigma_kq", "max_head",
+               [&](auto&, auto&, size_t, double v) { sig = sig ? std::max(*sig, v) : v; });
     if (sig) out.last_sigma_kq = sig, out.max_sigma_kq = out.max_sigma_kq ? std::max(*out.max_sigma_kq, *sig) : *sig;
     const double loss = j["loss"].is_number() ? j["loss"].get<double>() : NAN;
     if (!out.spike_step && best_loss && (!std::isfinite(loss) || loss > *best_loss + spike_nats)) out.spike_step = step;
     if (std::isfinite(loss)) best_loss = best_loss ? std::min(*best_loss, loss) : loss;
   }
-  if (r.outcome == grid::Outcome::Diverged) out.failure_step = r.step, out.failure = "diverged (" + grid::short_cause(r.cause) + ")";
+  if (r.outcome == grid::Outcome::Diverged)
+    out.failure_step = r.step, out.failure = "diverged (" + grid::short_cause(r.cause) + ")";
   if (out.spike_step && (!out.failure_step || *out.spike_step < *out.failure_step))
     out.failure_step = out.spike_step, out.failure = "loss spike";
   if (out.failure_step)
-    out.relation = out.collapse_step && *out.collapse_step <= *out.failure_step ? "collapse → failure" : "failure, no collapse before";
-  else
-    out.relation = out.collapse_step ? "collapse, no failure" : "neither";
+    out.relation = out.collapse_step && *out.collapse_step <= *out.failure_step ? "collapse → failure"
+                                                                                : "failure, no collapse before";
+  else out.relation = out.collapse_step ? "collapse, no failure" : "neither";
   return out;
 }
 

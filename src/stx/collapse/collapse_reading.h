@@ -26,10 +26,10 @@ struct Reading {
   std::optional<double> first_entropy, last_entropy, min_entropy;  // H_min at the first/last line, lowest
   int64_t min_entropy_step = 0;
   std::optional<int64_t> collapse_step, spike_step, failure_step;
-  std::string failure;                       // "diverged (non-finite)", "loss spike", ""
-  std::optional<double> min_bound_gap;       // min (entropy − bound)
-  std::optional<double> last_sigma_kq;       // max over layers of attn_sigma_kq.*.*.max_head at the last line
-  std::optional<double> max_sigma_kq;        // ... its largest value over the run
+  std::string failure;                  // "diverged (non-finite)", "loss spike", ""
+  std::optional<double> min_bound_gap;  // min (entropy − bound)
+  std::optional<double> last_sigma_kq;  // max over layers of attn_sigma_kq.*.*.max_head at the last line
+  std::optional<double> max_sigma_kq;   // ... its largest value over the run
   std::string relation;
 };
 

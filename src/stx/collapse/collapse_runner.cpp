@@ -25,8 +25,9 @@ using grid::Outcome;
 namespace {
 
 void prepare_out(const ExperimentOptions& o) {
-  grid::prepare_grid_dir({o.out, "experiment_plan.json", "an experiment", "--config/--set/--steps/--sgd-lr"}, plan_json(o.plan),
-                          [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
+  grid::prepare_grid_dir({o.out, "experiment_plan.json", "an experiment", "--config/--set/--steps/--sgd-lr"},
+                         plan_json(o.plan),
+                         [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
 std::vector<nlohmann::json> records_of(const std::string& dir) {
@@ -76,7 +77,9 @@ class Runner {
       }
     figures_ = existing_figures(o_.out, p, entries_);
     const size_t total = entries_.size();
-    auto tag = [&](size_t i) { return fmt::format("[{}/{}] {} (lr {:.3g})", i + 1, total, entries_[i].run.name, entries_[i].lr); };
+    auto tag = [&](size_t i) {
+      return fmt::format("[{}/{}] {} (lr {:.3g})", i + 1, total, entries_[i].run.name, entries_[i].lr);
+    };
     grid::RunnerHooks h;
     h.skip = [&](size_t i) -> std::string {  // one run at a time: the ladder reads the runs below
       auto& e = entries_[i];
@@ -95,7 +98,8 @@ class Runner {
     h.run = [&](size_t i) {
       auto& e = entries_[i];
       grid::TrainChild c;
-      c.exe = o_.exe, c.dir = dir_of(e), c.tag = tag(i), c.steps = p.steps, c.quiet = o_.quiet, c.who = "stx experiment";
+      c.exe = o_.exe, c.dir = dir_of(e), c.tag = tag(i), c.steps = p.steps, c.quiet = o_.quiet,
+      c.who = "stx experiment";
       c.fresh_args = {"--config", p.config_path};
       for (auto& s : p.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
       for (auto& s : run_overrides(p, e.arm, e.multiplier)) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
@@ -111,13 +115,15 @@ class Runner {
     write_report(o_.out, o_.command, p, entries_, figures_);
     int failed = 0, diverged = 0, collapsed = 0, ended = 0;
     for (auto& e : entries_) {
-      failed += e.run.outcome == Outcome::Failed || (!e.skipped.empty() && !e.run.ended() && e.skipped.find("rerun") != std::string::npos);
+      failed += e.run.outcome == Outcome::Failed ||
+                (!e.skipped.empty() && !e.run.ended() && e.skipped.find("rerun") != std::string::npos);
       diverged += e.run.outcome == Outcome::Diverged;
       ended += e.run.ended();
       collapsed += e.run.ended() && e.reading.collapse_step.has_value();
     }
-    std::cout << fmt::format("entropy-collapse: {} runs ended ({} diverged, {} with entropy collapse){}; report in {}", ended,
-                             diverged, collapsed, failed ? fmt::format(", {} failed (rerun to retry)", failed) : "",
+    std::cout << fmt::format("entropy-collapse: {} runs ended ({} diverged, {} with entropy collapse){}; report in {}",
+                             ended, diverged, collapsed,
+                             failed ? fmt::format(", {} failed (rerun to retry)", failed) : "",
                              (fs::path(o_.out) / "report.md").string())
               << std::endl;
     return failed ? 1 : 0;

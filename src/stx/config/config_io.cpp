@@ -73,17 +73,23 @@ struct EnumNames {
   }
 };
 
-const EnumNames<Arch> kArch{{{"encoder", Arch::Encoder}, {"decoder", Arch::Decoder}, {"encoder-decoder", Arch::EncoderDecoder}}};
-const EnumNames<Scheme> kScheme{{{"post", Scheme::Post}, {"pre", Scheme::Pre}, {"deepnorm", Scheme::DeepNorm}, {"post-init", Scheme::PostInit}}};
-const EnumNames<NormKind> kNorm{{{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RMSNorm}, {"none", NormKind::None}}};
+const EnumNames<Arch> kArch{
+    {{"encoder", Arch::Encoder}, {"decoder", Arch::Decoder}, {"encoder-decoder", Arch::EncoderDecoder}}};
+const EnumNames<Scheme> kScheme{
+    {{"post", Scheme::Post}, {"pre", Scheme::Pre}, {"deepnorm", Scheme::DeepNorm}, {"post-init", Scheme::PostInit}}};
+const EnumNames<NormKind> kNorm{
+    {{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RMSNorm}, {"none", NormKind::None}}};
 const EnumNames<Activation> kAct{{{"relu", Activation::ReLU}, {"gelu", Activation::GELU}}};
 const EnumNames<QKInit> kQK{{{"xavier", QKInit::Xavier}, {"zero", QKInit::Zero}}};
-const EnumNames<Positions> kPos{{{"sinusoidal", Positions::Sinusoidal}, {"learned", Positions::Learned}, {"none", Positions::None}}};
+const EnumNames<Positions> kPos{
+    {{"sinusoidal", Positions::Sinusoidal}, {"learned", Positions::Learned}, {"none", Positions::None}}};
 const EnumNames<GammaInit> kGamma{{{"sigma", GammaInit::Sigma}, {"one", GammaInit::One}}};
 const EnumNames<Task> kTask{{{"translation", Task::Translation}, {"lm", Task::LM}}};
-const EnumNames<OptimizerKind> kOptimizer{{{"adam", OptimizerKind::Adam}, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::SGD}}};
-const EnumNames<ScheduleKind> kSchedule{
-    {{"inverse-sqrt", ScheduleKind::InverseSqrt}, {"cosine", ScheduleKind::Cosine}, {"constant", ScheduleKind::Constant}}};
+const EnumNames<OptimizerKind> kOptimizer{
+    {{"adam", OptimizerKind::Adam}, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::SGD}}};
+const EnumNames<ScheduleKind> kSchedule{{{"inverse-sqrt", ScheduleKind::InverseSqrt},
+                                         {"cosine", ScheduleKind::Cosine},
+                                         {"constant", ScheduleKind::Constant}}};
 const EnumNames<OnDivergence> kOnDivergence{
     {{"stop", OnDivergence::Stop}, {"skip", OnDivergence::Skip}, {"rollback", OnDivergence::Rollback}}};
 const EnumNames<DeviceKind> kDevice{{{"cpu", DeviceKind::CPU}, {"cuda", DeviceKind::CUDA}}};
@@ -131,7 +137,9 @@ Key pair_key(const std::string& name, std::array<double, 2>& v) {
             v[0] = parse_double(name, trim(t.substr(0, comma)), allowed);
             v[1] = parse_double(name, trim(t.substr(comma + 1)), allowed);
           },
-          [&v] { return nlohmann::json::array({v[0], v[1]}); }};
+          [&v] {
+            return nlohmann::json::array({v[0], v[1]});
+          }};
 }
 
 std::vector<Key> keys_of(Config& c) {
@@ -212,14 +220,19 @@ std::string keys_in_section(const std::vector<Key>& keys, const std::string& sec
 void set_key(Config& cfg, const std::string& name, const std::string& value) {
   auto keys = keys_of(cfg);
   for (auto& k : keys)
-    if (k.name == name) { k.set(value); return; }
+    if (k.name == name) {
+      k.set(value);
+      return;
+    }
   auto dot = name.find('.');
   std::string section = dot == std::string::npos ? name : name.substr(0, dot);
   bool known_section = false;
   for (auto& s : kSections) known_section |= s == section;
   if (!known_section || dot == std::string::npos)
-    throw InputError("unknown config key '" + name + "' (keys are section.key with section one of: model, train, data)");
-  throw InputError("unknown config key '" + name + "' (allowed in " + section + ": " + keys_in_section(keys, section) + ")");
+    throw InputError("unknown config key '" + name +
+                     "' (keys are section.key with section one of: model, train, data)");
+  throw InputError("unknown config key '" + name + "' (allowed in " + section + ": " + keys_in_section(keys, section) +
+                   ")");
 }
 
 std::string yaml_scalar_text(const YAML::Node& n, const std::string& key) {
@@ -277,9 +290,11 @@ Config load_config_file(const std::string& path) {
     const std::string section = sec->first.as<std::string>();
     bool known = false;
     for (auto& s : kSections) known |= s == section;
-    if (!known) throw InputError("config file '" + path + "': unknown section '" + section + "' (allowed: model, train, data)");
+    if (!known)
+      throw InputError("config file '" + path + "': unknown section '" + section + "' (allowed: model, train, data)");
     if (sec->second.IsNull()) continue;
-    if (!sec->second.IsMap()) throw InputError("config file '" + path + "': section '" + section + "' must be a mapping of key: value");
+    if (!sec->second.IsMap())
+      throw InputError("config file '" + path + "': section '" + section + "' must be a mapping of key: value");
     for (auto kv = sec->second.begin(); kv != sec->second.end(); ++kv) {
       const std::string name = section + "." + kv->first.as<std::string>();
       set_key(cfg, name, yaml_scalar_text(kv->second, name));
@@ -336,11 +351,13 @@ void validate(const Config& c) {
   if (m.pad_id < -1 || m.pad_id >= m.vocab_size)
     fail("model.pad_id", as_written(m.pad_id), "must be -1 (none) or a token id below model.vocab_size");
   if (m.norm == NormKind::None && (m.scheme == Scheme::DeepNorm || m.scheme == Scheme::Pre))
-    fail("model.norm", "none", "scheme '" + to_string(m.scheme) +
-                                   "' needs a norm; norm: none is allowed with scheme post or post-init (e.g. with sigma_reparam)");
+    fail("model.norm", "none",
+         "scheme '" + to_string(m.scheme) +
+             "' needs a norm; norm: none is allowed with scheme post or post-init (e.g. with sigma_reparam)");
   if (m.sigma_reparam && m.qk_init == QKInit::Zero)
-    fail("model.qk_init", "zero", "is not allowed with model.sigma_reparam: true (W/σ(W) is undefined at W = 0); "
-                                  "use qk_init: xavier (with sigma_reparam, a zero γ gives uniform attention instead)");
+    fail("model.qk_init", "zero",
+         "is not allowed with model.sigma_reparam: true (W/σ(W) is undefined at W = 0); "
+         "use qk_init: xavier (with sigma_reparam, a zero γ gives uniform attention instead)");
   const auto& t = c.train;
   if (!(t.lr > 0)) fail("train.lr", as_written(t.lr), "must be > 0");
   for (int i = 0; i < 2; ++i)
@@ -357,19 +374,23 @@ void validate(const Config& c) {
   positive("train.log_every", t.log_every);
   positive("train.update_freq", t.update_freq);
   if (t.spike_window < 2) fail("train.spike_window", as_written(t.spike_window), "must be ≥ 2");
-  if (t.spike_zscore < 0) fail("train.spike_zscore", as_written(t.spike_zscore), "must be ≥ 0 (0 disables spike detection)");
+  if (t.spike_zscore < 0)
+    fail("train.spike_zscore", as_written(t.spike_zscore), "must be ≥ 0 (0 disables spike detection)");
   if (t.max_skips < 0) fail("train.max_skips", as_written(t.max_skips), "must be ≥ 0");
   if (t.max_rollbacks < 0) fail("train.max_rollbacks", as_written(t.max_rollbacks), "must be ≥ 0");
   if (!(t.rollback_lr_factor > 0 && t.rollback_lr_factor <= 1))
     fail("train.rollback_lr_factor", as_written(t.rollback_lr_factor), "must be in (0, 1]");
   positive("train.probe_sentences", t.probe_sentences);
   if (t.valid_bleu_sentences < 0) fail("train.valid_bleu_sentences", as_written(t.valid_bleu_sentences), "must be ≥ 0");
-  if (t.valid_sentences < 0) fail("train.valid_sentences", as_written(t.valid_sentences), "must be ≥ 0 (0: the whole split)");
+  if (t.valid_sentences < 0)
+    fail("train.valid_sentences", as_written(t.valid_sentences), "must be ≥ 0 (0: the whole split)");
   positive("train.eval_every", t.eval_every);
-  if (!(t.bucket_mb > 0)) fail("train.bucket_mb", as_written(t.bucket_mb), "must be > 0 (MB per gradient all-reduce bucket)");
+  if (!(t.bucket_mb > 0))
+    fail("train.bucket_mb", as_written(t.bucket_mb), "must be > 0 (MB per gradient all-reduce bucket)");
   positive("train.dist_timeout_s", t.dist_timeout_s);
   positive("train.checkpoint_every", t.checkpoint_every);
-  if (c.data.spm_vocab_size <= 0) fail("data.spm_vocab_size", as_written(c.data.spm_vocab_size), "must be a positive integer");
+  if (c.data.spm_vocab_size <= 0)
+    fail("data.spm_vocab_size", as_written(c.data.spm_vocab_size), "must be a positive integer");
 }
 
 nlohmann::json config_to_json(const Config& cfg) {
@@ -402,8 +423,7 @@ Config config_from_json(const nlohmann::json& j) {
         os.precision(17);
         os << value[0].get<double>() << "," << value[1].get<double>();
         text = os.str();
-      } else
-        throw InputError("stored config key '" + section + "." + key + "' has an unsupported JSON type");
+      } else throw InputError("stored config key '" + section + "." + key + "' has an unsupported JSON type");
       set_key(cfg, section + "." + key, text);
     }
   }

@@ -14,12 +14,12 @@ namespace stx {
 
 // Which commands use a row (a bit set).
 enum SchemeUse : unsigned {
-  kUseSweep = 1u << 0,         // stx sweep --schemes
-  kUseTheory = 1u << 1,        // stx theory: Theorem 1's columns
-  kUseTheoryProfile = 1u << 2, // stx theory: the per-layer gradient profile's columns (a superset)
-  kUseDemo = 1u << 3,          // stx demo
-  kUseCollapse = 1u << 4,      // stx experiment entropy-collapse: the Adam arm `arm`
-  kUseCollapseSgd = 1u << 5,   // … and the SGD arm `arm`-sgd
+  kUseSweep = 1u << 0,          // stx sweep --schemes
+  kUseTheory = 1u << 1,         // stx theory: Theorem 1's columns
+  kUseTheoryProfile = 1u << 2,  // stx theory: the per-layer gradient profile's columns (a superset)
+  kUseDemo = 1u << 3,           // stx demo
+  kUseCollapse = 1u << 4,       // stx experiment entropy-collapse: the Adam arm `arm`
+  kUseCollapseSgd = 1u << 5,    // … and the SGD arm `arm`-sgd
 };
 
 struct SchemeRow {

@@ -17,7 +17,8 @@ bool RunDir::has_prev() const { return fs::exists(prev()); }
 
 void RunDir::check_start(bool resume, bool prev) const {
   if (!resume && holds_run())
-    throw InputError(dir_ + " already holds a run (" + kLast + "); pass --resume to continue it or choose another --out");
+    throw InputError(dir_ + " already holds a run (" + kLast +
+                     "); pass --resume to continue it or choose another --out");
   if (resume && prev && !has_prev())
     throw InputError("--resume-prev: " + dir_ + " has no " + kPrev + " to resume from");
   if (resume && !prev && !holds_run()) throw InputError("--resume: " + dir_ + " has no " + kLast + " to resume from");

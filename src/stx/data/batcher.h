@@ -34,8 +34,8 @@ struct BatcherOptions {
   int64_t max_tokens = 4096;  // a batch's cost B · max(S, T) never exceeds it
   int64_t max_len = 1024;     // tokens per side, bos/eos included
   int64_t pad_id = 0, bos_id = 1, eos_id = 2;
-  uint64_t seed = 0;          // the per-epoch shuffle's seed
-  bool shuffle = false;       // false: a fixed order (validation, evaluation)
+  uint64_t seed = 0;     // the per-epoch shuffle's seed
+  bool shuffle = false;  // false: a fixed order (validation, evaluation)
 };
 
 class Batcher {

@@ -79,12 +79,12 @@ size_t utf8_seq(const unsigned char* s, size_t i, size_t n) {
   size_t len;
   unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
   if (c >= 0xC2 && c <= 0xDF) len = 2;
-  else if (c == 0xE0) len = 3, lo = 0xA0;             // no overlong 3-byte forms
-  else if (c == 0xED) len = 3, hi = 0x9F;             // no surrogates U+D800–DFFF
+  else if (c == 0xE0) len = 3, lo = 0xA0;  // no overlong 3-byte forms
+  else if (c == 0xED) len = 3, hi = 0x9F;  // no surrogates U+D800–DFFF
   else if (c >= 0xE1 && c <= 0xEF) len = 3;
-  else if (c == 0xF0) len = 4, lo = 0x90;             // no overlong 4-byte forms
+  else if (c == 0xF0) len = 4, lo = 0x90;  // no overlong 4-byte forms
   else if (c >= 0xF1 && c <= 0xF3) len = 4;
-  else if (c == 0xF4) len = 4, hi = 0x8F;             // nothing above U+10FFFF
+  else if (c == 0xF4) len = 4, hi = 0x8F;  // nothing above U+10FFFF
   else return 0;
   if (i + len > n) return 0;
   if (s[i + 1] < lo || s[i + 1] > hi) return 0;
@@ -112,8 +112,8 @@ bool is_lm(const DataConfig& d) { return d.task == Task::LM; }
 // (plain or .gz), for lm those with SPLIT.txt[.gz].
 std::vector<std::string> available_splits(const std::string& dir, const DataConfig& d) {
   std::set<std::string> seen[2];
-  const std::vector<std::string> exts = is_lm(d) ? std::vector<std::string>{".txt"}
-                                                 : std::vector<std::string>{"." + d.src_lang, "." + d.tgt_lang};
+  const std::vector<std::string> exts =
+      is_lm(d) ? std::vector<std::string>{".txt"} : std::vector<std::string>{"." + d.src_lang, "." + d.tgt_lang};
   std::error_code ec;
   for (auto& e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();
@@ -183,8 +183,7 @@ std::string corpus_dir(const DataConfig& d) {
     if (fetched)
       msg += "; run scripts/fetch-data.sh" + std::string(d.corpus == "deen" ? " --only deen" : " --only lm") +
              " to build it";
-    else
-      msg += " (allowed: bible-es-en, moby-dick, deen, lm, or a corpus directory)";
+    else msg += " (allowed: bible-es-en, moby-dick, deen, lm, or a corpus directory)";
     throw InputError(msg);
   }
   return dir;

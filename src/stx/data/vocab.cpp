@@ -130,8 +130,8 @@ std::string model_for(const DataConfig& d, const std::string& dir, const std::st
   key.update(std::string(kRecipe) + "\ncorpus=" + d.corpus + "\ntask=" + to_string(d.task) + "\nsrc=" + d.src_lang +
              "\ntgt=" + d.tgt_lang + "\njoint=" + (d.joint_vocab ? "1" : "0") + "\nside=" + what +
              "\nvocab=" + std::to_string(d.spm_vocab_size) + "\ntext=" + text_hash.hex() + "\n");
-  const std::string name = slug(d.corpus) + "." + slug(what) + "." + std::to_string(d.spm_vocab_size) + "." +
-                           key.hex().substr(0, 16);
+  const std::string name =
+      slug(d.corpus) + "." + slug(what) + "." + std::to_string(d.spm_vocab_size) + "." + key.hex().substr(0, 16);
   const std::string model = dir + "/" + name + ".model";
   if (fs::exists(model)) return model;
 
@@ -155,8 +155,8 @@ std::string model_for(const DataConfig& d, const std::string& dir, const std::st
     try {
       SentencePiece::train({tmp + ".txt"}, tmp, static_cast<int>(d.spm_vocab_size));
     } catch (const InputError& e) {
-      throw InputError("data.spm_vocab_size " + std::to_string(d.spm_vocab_size) + " on corpus '" + d.corpus +
-                       "' (" + what + "): " + e.what());
+      throw InputError("data.spm_vocab_size " + std::to_string(d.spm_vocab_size) + " on corpus '" + d.corpus + "' (" +
+                       what + "): " + e.what());
     }
     fs::rename(tmp + ".vocab", dir + "/" + name + ".vocab");
     fs::rename(tmp + ".model", model);  // last: the .model's existence marks a complete entry

@@ -6,8 +6,8 @@
 #pragma once
 #include <string>
 
-#include "stx/data/tokenizer.h"
 #include "stx/config/config.h"
+#include "stx/data/tokenizer.h"
 
 namespace stx {
 

@@ -37,10 +37,9 @@ std::vector<std::string> tokenize_13a(const std::string& input) {
   line = std::regex_replace(line, period_comma_b, " $1 $2");
   line = std::regex_replace(line, dash, "$1 $2 ");
   // Python's str.split() (sacreBLEU's last step) also splits on the Unicode spaces.
-  static const char* unicode_spaces[] = {"\u0085", "\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003",
-                                         "\u2004", "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a",
-                                         "\u2028", "\u2029", "\u202f", "\u205f", "\u3000",
-                                         "\x1c", "\x1d", "\x1e", "\x1f"};
+  static const char* unicode_spaces[] = {"\u0085", "\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004",
+                                         "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a", "\u2028", "\u2029",
+                                         "\u202f", "\u205f", "\u3000", "\x1c",   "\x1d",   "\x1e",   "\x1f"};
   for (const char* u : unicode_spaces)
     if (line.find(u) != std::string::npos) replace_all(line, u, " ");
   std::istringstream is(line);

@@ -13,7 +13,7 @@ namespace stx {
 std::vector<std::string> tokenize_13a(const std::string& line);
 
 struct BleuScore {
-  double score = 0;        // 0–100
+  double score = 0;                    // 0–100
   std::array<double, 4> precisions{};  // percent
   double brevity_penalty = 0;
   int64_t hyp_len = 0, ref_len = 0;

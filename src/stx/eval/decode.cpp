@@ -279,8 +279,7 @@ std::vector<int32_t> sample(TransformerImpl& model, const std::vector<int32_t>& 
   const auto& cfg = model.config();
   if (cfg.arch != Arch::Decoder)
     throw InputError("sampling needs a decoder-only model, but model.arch is " + to_string(cfg.arch));
-  if (!(o.temperature >= 0))
-    throw InputError("temperature must be non-negative, got " + std::to_string(o.temperature));
+  if (!(o.temperature >= 0)) throw InputError("temperature must be non-negative, got " + std::to_string(o.temperature));
   if (o.top_k < 0) throw InputError("top_k must be non-negative, got " + std::to_string(o.top_k));
   if (o.max_new_tokens < 0)
     throw InputError("max_new_tokens must be non-negative, got " + std::to_string(o.max_new_tokens));
@@ -290,8 +289,8 @@ std::vector<int32_t> sample(TransformerImpl& model, const std::vector<int32_t>& 
   check_ids(prompt, V, "prompt");
   const int64_t P = static_cast<int64_t>(prompt.size()) + 1;
   if (P > cfg.max_len)
-    throw InputError("prompt of " + std::to_string(prompt.size()) + " tokens plus bos exceeds model.max_len = " +
-                     std::to_string(cfg.max_len));
+    throw InputError("prompt of " + std::to_string(prompt.size()) +
+                     " tokens plus bos exceeds model.max_len = " + std::to_string(cfg.max_len));
 
   EvalScope scope(model);
   const auto dev = device_of(model);

@@ -15,11 +15,11 @@
 namespace stx {
 
 struct DecodeOptions {
-  int64_t beam = 1;              // 1 = greedy
-  double length_penalty = 1.0;   // α in score / len^α (len counts generated tokens incl. eos)
-  int64_t max_len_a = 0;         // max output length = a·|src| + b tokens before the eos, capped
-  int64_t max_len_b = 200;       // at model.max_len − 1 (|src| counts the source's eos); eos is
-                                 // forced after them
+  int64_t beam = 1;             // 1 = greedy
+  double length_penalty = 1.0;  // α in score / len^α (len counts generated tokens incl. eos)
+  int64_t max_len_a = 0;        // max output length = a·|src| + b tokens before the eos, capped
+  int64_t max_len_b = 200;      // at model.max_len − 1 (|src| counts the source's eos); eos is
+                                // forced after them
   int64_t bos_id = 2, eos_id = 3, pad_id = 0;
 };
 

@@ -29,8 +29,8 @@ void prepare_grid_dir(const GridDir& g, const nlohmann::json& plan,
       trained |= e.is_directory() && RunDir(e.path().string()).holds_run();
     const auto why = mismatch(stored);
     if (!why.empty() && trained)
-      throw InputError("--out " + g.out + " holds " + g.kind + " with a different setup: " + why + "; rerun it with the same " +
-                       g.options + " or choose another --out");
+      throw InputError("--out " + g.out + " holds " + g.kind + " with a different setup: " + why +
+                       "; rerun it with the same " + g.options + " or choose another --out");
   } else if (fs::exists(dir) && !fs::is_empty(dir, ec)) {
     throw InputError("--out " + g.out + " exists and is not " + g.kind + " directory (no " + g.plan_file +
                      "); choose a new or empty directory");

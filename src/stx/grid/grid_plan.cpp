@@ -18,7 +18,8 @@ void refuse_own_keys(const std::vector<std::string>& user_overrides, const std::
                      const std::string& who, const std::string& hint) {
   for (auto& o : user_overrides) {
     const auto key = o.substr(0, o.find('='));
-    if (own.count(key)) throw InputError("--set " + o + ": " + who + " sets " + key + " itself for every run (" + hint + ")");
+    if (own.count(key))
+      throw InputError("--set " + o + ": " + who + " sets " + key + " itself for every run (" + hint + ")");
   }
 }
 
@@ -36,7 +37,8 @@ void validate_runs(const Config& base, const std::vector<PlannedRun>& runs) {
 
 std::string config_mismatch(const nlohmann::json& stored, const Config& now, const std::set<std::string>& ignore) {
   const auto d = config_diff(stored, config_to_json(now), ignore);
-  return d ? fmt::format("its config has {}={} but this one has {}={}", d->key, d->stored.dump(), d->key, d->now.dump()) : "";
+  return d ? fmt::format("its config has {}={} but this one has {}={}", d->key, d->stored.dump(), d->key, d->now.dump())
+           : "";
 }
 
 }  // namespace stx::grid

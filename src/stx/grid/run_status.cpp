@@ -32,7 +32,8 @@ std::string to_string(Outcome o) {
 
 std::string duration_text(double seconds) {
   const auto s = static_cast<int64_t>(std::llround(seconds));
-  return s >= 3600 ? fmt::format("{}:{:02d}:{:02d}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02d}", s / 60, s % 60);
+  return s >= 3600 ? fmt::format("{}:{:02d}:{:02d}", s / 3600, s / 60 % 60, s % 60)
+                   : fmt::format("{}:{:02d}", s / 60, s % 60);
 }
 
 std::string short_cause(const std::string& cause) {
@@ -60,8 +61,9 @@ bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t 
     if (j.contains("loss") && j["loss"].is_number()) losses.push_back(j["loss"].get<double>());
     if (j.contains("valid_loss") && j["valid_loss"].is_number()) {
       r.valid_loss = j["valid_loss"].get<double>();
-      r.valid_nll = j.contains("valid_nll") && j["valid_nll"].is_number() ? std::optional<double>(j["valid_nll"].get<double>())
-                                                                          : std::nullopt;
+      r.valid_nll = j.contains("valid_nll") && j["valid_nll"].is_number()
+                        ? std::optional<double>(j["valid_nll"].get<double>())
+                        : std::nullopt;
       r.valid_bleu = j.contains("valid_bleu") && j["valid_bleu"].is_number()
                          ? std::optional<double>(j["valid_bleu"].get<double>())
                          : std::nullopt;
@@ -129,8 +131,11 @@ RunResult read_run(const std::string& dir, const std::string& scheme, int64_t de
 }
 
 void write_status(const std::string& dir, const RunResult& r) {
-  const nlohmann::json j = {{"exit_code", r.exit_code}, {"outcome", to_string(r.outcome)}, {"step", r.step},
-                            {"cause", r.cause},         {"seconds", r.seconds}};
+  const nlohmann::json j = {{"exit_code", r.exit_code},
+                            {"outcome", to_string(r.outcome)},
+                            {"step", r.step},
+                            {"cause", r.cause},
+                            {"seconds", r.seconds}};
   write_atomically((fs::path(dir) / "sweep_status.json").string(),
                    [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(2) << "\n"; });
 }

@@ -31,18 +31,20 @@ struct RunResult {
   std::string name, scheme;
   int64_t depth = 0;
   Outcome outcome = Outcome::NotStarted;
-  int64_t step = 0;   // last step logged (diverged: the step that diverged)
-  std::string cause;  // diverged: the guard's cause; failed: how the child ended
-  int exit_code = -1; // of the last `stx train` child (-1: unknown)
-  double seconds = 0; // wall time of all the run's children together
-  int64_t divergence_events = 0;  // skipped/rolled-back updates included
-  int64_t last_event_step = 0;    // step of the last divergence event (0: none)
-  int64_t vocab_size = 0;         // the run's tokenizer's (config.yaml), 0 if unknown
-  std::optional<double> first_loss, end_loss;              // the stall test's L_first, L_end
+  int64_t step = 0;                                         // last step logged (diverged: the step that diverged)
+  std::string cause;                                        // diverged: the guard's cause; failed: how the child ended
+  int exit_code = -1;                                       // of the last `stx train` child (-1: unknown)
+  double seconds = 0;                                       // wall time of all the run's children together
+  int64_t divergence_events = 0;                            // skipped/rolled-back updates included
+  int64_t last_event_step = 0;                              // step of the last divergence event (0: none)
+  int64_t vocab_size = 0;                                   // the run's tokenizer's (config.yaml), 0 if unknown
+  std::optional<double> first_loss, end_loss;               // the stall test's L_first, L_end
   std::optional<double> valid_loss, valid_nll, valid_bleu;  // the last validation line
   int64_t valid_step = 0;
 
-  bool ended() const { return outcome == Outcome::Converged || outcome == Outcome::Stalled || outcome == Outcome::Diverged; }
+  bool ended() const {
+    return outcome == Outcome::Converged || outcome == Outcome::Stalled || outcome == Outcome::Diverged;
+  }
 };
 
 // Reads a run directory (absent: NotStarted). `steps` is the sweep's N.

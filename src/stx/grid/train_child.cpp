@@ -28,13 +28,12 @@ RunResult run_train_child(const TrainChild& c, const RunResult& before) {
   if (ec) throw InputError("cannot create " + c.dir + ": " + ec.message());
   const bool resume = RunDir(c.dir).holds_run();
   std::vector<std::string> args{"train", "--out", c.dir};
-  if (resume)
-    args.insert(args.end(), {"--resume", "--set", fmt::format("train.max_steps={}", c.steps)});
-  else
-    args.insert(args.end(), c.fresh_args.begin(), c.fresh_args.end());
+  if (resume) args.insert(args.end(), {"--resume", "--set", fmt::format("train.max_steps={}", c.steps)});
+  else args.insert(args.end(), c.fresh_args.begin(), c.fresh_args.end());
   {
     std::ofstream l(log, std::ios::app);
-    l << "# " << c.who << " " << c.tag << (resume ? fmt::format(": resuming after step {}", before.step) : ": fresh") << "\n# stx";
+    l << "# " << c.who << " " << c.tag << (resume ? fmt::format(": resuming after step {}", before.step) : ": fresh")
+      << "\n# stx";
     for (auto& a : args) l << " " << a;
     l << "\n";
   }
@@ -60,10 +59,12 @@ RunResult run_train_child(const TrainChild& c, const RunResult& before) {
     const auto now = Clock::now();
     const double el = std::chrono::duration<double>(now - t0).count();
     if (!c.quiet && tty && now - shown > std::chrono::seconds(1)) {
-      std::cerr << "\r\033[K" << c.tag << "  " << last_line_with(log, "step ") << "  [" << duration_text(el) << "]" << std::flush;
+      std::cerr << "\r\033[K" << c.tag << "  " << last_line_with(log, "step ") << "  [" << duration_text(el) << "]"
+                << std::flush;
       shown = now, shown_line = true;
     } else if (!c.quiet && !tty && now - heartbeat > std::chrono::minutes(5)) {
-      std::cerr << c.tag + "  " + last_line_with(log, "step ") + "  [" + duration_text(el) + "]\n" << std::flush;  // one write
+      std::cerr << c.tag + "  " + last_line_with(log, "step ") + "  [" + duration_text(el) + "]\n"
+                << std::flush;  // one write
       heartbeat = now;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -4,9 +4,9 @@
 #include <set>
 #include <sstream>
 
+#include "stx/config/config_io.h"
 #include "stx/core/error.h"
 #include "stx/core/shape_text.h"
-#include "stx/config/config_io.h"
 #include "stx/io/safetensors.h"
 
 namespace stx {
@@ -25,9 +25,11 @@ void load_state(TransformerImpl& model, const std::vector<std::pair<std::string,
   torch::NoGradGuard no_grad;
   for (auto& [name, t] : tensors) {
     auto it = expected.find(name);
-    if (it == expected.end()) throw InputError(what + ": unexpected tensor '" + name + "' (not part of this model's config)");
+    if (it == expected.end())
+      throw InputError(what + ": unexpected tensor '" + name + "' (not part of this model's config)");
     if (!t.is_floating_point())
-      throw InputError(what + ": tensor '" + name + "' has a non-floating dtype " + std::string(c10::toString(t.scalar_type())));
+      throw InputError(what + ": tensor '" + name + "' has a non-floating dtype " +
+                       std::string(c10::toString(t.scalar_type())));
     if (t.sizes() != it->second.sizes())
       throw InputError(what + ": tensor '" + name + "' has shape " + shape_str(t.sizes()) + ", the config needs " +
                        shape_str(it->second.sizes()));

@@ -86,8 +86,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   if (!dtype.is_string()) fail(path, what + ": \"dtype\" must be a string");
   const std::string dname = dtype.get<std::string>();
   auto dt = std::find_if(kDtypes.begin(), kDtypes.end(), [&](const auto& d) { return d.first == dname; });
-  if (dt == kDtypes.end())
-    fail(path, what + ": unknown dtype '" + dname + "' (supported: " + supported_dtypes() + ")");
+  if (dt == kDtypes.end()) fail(path, what + ": unknown dtype '" + dname + "' (supported: " + supported_dtypes() + ")");
   Entry e{name, dt->second, {}, 0, 0};
 
   if (!shape.is_array()) fail(path, what + ": \"shape\" must be an array of integers");
@@ -150,7 +149,8 @@ std::string metadata_crc(json metadata) {
 
 // The tensor's recorded [crc, dtype, shape] when it is the tensor that was written (same dtype
 // and shape: a tensor replaced by another tool is left to the reader's own checks), else null.
-const json* recorded_crc(const json& crcs, const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape) {
+const json* recorded_crc(const json& crcs, const std::string& name, const std::string& dtype,
+                         const std::vector<int64_t>& shape) {
   if (!crcs.is_object() || !crcs.contains(name)) return nullptr;
   const json& r = crcs.at(name);
   if (!r.is_array() || r.size() != 3 || !r[0].is_string() || r[1] != dtype || r[2] != json(shape)) return nullptr;
@@ -182,8 +182,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     if (!t.defined()) fail(path, what + " is undefined");
     auto dt = std::find_if(kDtypes.begin(), kDtypes.end(), [&](const auto& d) { return d.second == t.scalar_type(); });
     if (dt == kDtypes.end())
-      fail(path, what + " has unsupported dtype " + c10::toString(t.scalar_type()) + " (supported: " +
-                     supported_dtypes() + ")");
+      fail(path, what + " has unsupported dtype " + c10::toString(t.scalar_type()) +
+                     " (supported: " + supported_dtypes() + ")");
     const uint64_t nbytes = t.numel() * t.element_size();
     header[name] = {{"dtype", dt->first}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + nbytes}}};
     offset += nbytes;
@@ -257,7 +257,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (!header.is_object()) fail(path, "header is not a JSON object");
   if (!duplicate.empty()) fail(path, "header names '" + duplicate + "' twice");
   json crcs;  // name → [crc, dtype, shape], when the file has checksums
-  if (header.contains("__metadata__") && header["__metadata__"].is_object() && header["__metadata__"].contains(kMetaCrcKey)) {
+  if (header.contains("__metadata__") && header["__metadata__"].is_object() &&
+      header["__metadata__"].contains(kMetaCrcKey)) {
     const json& m = header["__metadata__"];
     const auto now = metadata_crc(m);
     if (m[kMetaCrcKey] != now)
@@ -311,9 +312,10 @@ SafetensorsFile load_safetensors(const std::string& path) {
     if (const json* want = recorded_crc(crcs, e.name, dtype_name(e.dtype), e.shape)) {
       const auto now = crc32c_hex(crc32c(t.data_ptr(), e.end - e.begin));
       if (*want != now)
-        fail(path, "tensor '" + e.name + "' fails its CRC-32C check (stored " + want->dump() + ", computed \"" + now +
-                       "\"): the file is corrupt, or another tool rewrote the tensor and kept stx's checksums (drop the "
-                       "metadata keys stx.crc32c and stx.metadata_crc32c to load it unchecked)");
+        fail(path,
+             "tensor '" + e.name + "' fails its CRC-32C check (stored " + want->dump() + ", computed \"" + now +
+                 "\"): the file is corrupt, or another tool rewrote the tensor and kept stx's checksums (drop the "
+                 "metadata keys stx.crc32c and stx.metadata_crc32c to load it unchecked)");
     }
     if (e.dtype == torch::kBool) {
       const auto* b = static_cast<const unsigned char*>(t.data_ptr());

@@ -17,9 +17,8 @@ void adam_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, tor
               "adam_update: contiguous buffers of equal length expected");
   float *pp = p.data_ptr<float>(), *mp = m.data_ptr<float>(), *vp = v.data_ptr<float>();
   const float* gp = g.data_ptr<float>();
-  at::parallel_for(0, p.numel(), 16384, [&](int64_t lo, int64_t hi) {
-    adam_range(pp + lo, gp + lo, mp + lo, vp + lo, hi - lo, c);
-  });
+  at::parallel_for(0, p.numel(), 16384,
+                   [&](int64_t lo, int64_t hi) { adam_range(pp + lo, gp + lo, mp + lo, vp + lo, hi - lo, c); });
 }
 
 }  // namespace stx

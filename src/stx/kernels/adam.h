@@ -13,7 +13,6 @@
 
 namespace stx {
 
-
 // True when adam_update can take these tensors: CPU, float32, contiguous, kernels() == Fused.
 bool adam_fused_available(const torch::Tensor& p);
 

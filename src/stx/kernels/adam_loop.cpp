@@ -6,8 +6,8 @@
 
 namespace stx {
 
-STX_CLONES void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
-                const AdamCoefficients& c) {
+STX_CLONES void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
+                           int64_t n, const AdamCoefficients& c) {
   const float b1 = c.beta1, a1 = c.one_minus_beta1, b2 = c.beta2, a2 = c.one_minus_beta2, eps = c.eps;
   const float step = c.step_size, bc2 = c.bias_correction2_sqrt, l2 = c.l2, decay = c.decay;
   for (int64_t i = 0; i < n; ++i) {

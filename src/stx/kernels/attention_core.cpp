@@ -29,15 +29,15 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // Row-major C = alpha · op(A) op(B) + beta · C.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
-              b, ldb, beta, c, ldc);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
 }
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda,
-              b, ldb, beta, c, ldc);
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
 }
 
 // Where head h of batch row b lives in a [B, T, ·] tensor: element (b, t, h·d_h + c) is at
@@ -62,8 +62,8 @@ struct QKVHeads {
 };
 
 template <typename T>
-QKVHeads<T> qkv_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool packed,
-                      int64_t d, int64_t d_head) {
+QKVHeads<T> qkv_heads(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool packed, int64_t d,
+                      int64_t d_head) {
   if (packed) return {heads_of<T>(q, 0, d_head), heads_of<T>(q, d, d_head), heads_of<T>(q, 2 * d, d_head)};
   return {heads_of<T>(q, 0, d_head), heads_of<T>(k, 0, d_head), heads_of<T>(v, 0, d_head)};
 }
@@ -125,7 +125,8 @@ STX_CLONES void softmax_backward_head(T* dP, const T* P, int64_t Tq, int64_t Tk,
     for (int64_t j = 0; j < L; ++j) g[j] = p[j] * (g[j] - dot);
     for (int64_t j = L; j < Tk; ++j) g[j] = T(0);
   }
-  for (const int64_t* r = blind_lo; r != blind_hi; ++r) std::fill(dP + (*r - row0) * Tk, dP + (*r - row0 + 1) * Tk, T(0));
+  for (const int64_t* r = blind_lo; r != blind_hi; ++r)
+    std::fill(dP + (*r - row0) * Tk, dP + (*r - row0 + 1) * Tk, T(0));
 }
 
 // f(b, h) for every head of every batch row, in order. (Running heads on LibTorch's threads,
@@ -184,8 +185,8 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
         const auto D = S * noise;
         const T* dp = D.data_ptr<T>();
         each_head(B, heads, [&](int64_t b, int64_t h) {
-          gemm(false, false, Tq, dh, Tk, T(1), dp + (b * heads + h) * Tq * Tk, Tk, V.at(b, h), V.ld, T(0),
-               O.at(b, h), O.ld);
+          gemm(false, false, Tq, dh, Tk, T(1), dp + (b * heads + h) * Tq * Tk, Tk, V.at(b, h), V.ld, T(0), O.at(b, h),
+               O.ld);
         });
       }
     });
@@ -239,15 +240,15 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
           Dh = dropped.data();
         }
         T* g = ddp + off;
-        gemm(false, true, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, T(0), g, Tk);         // dD
-        gemm(true, false, Tk, dh, Tq, T(1), Dh, Tk, dO.at(b, h), dO.ld, T(0), dV.at(b, h), dV.ld);      // dv
+        gemm(false, true, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, T(0), g, Tk);     // dD
+        gemm(true, false, Tk, dh, Tq, T(1), Dh, Tk, dO.at(b, h), dO.ld, T(0), dV.at(b, h), dV.ld);  // dv
         if (np)
           for (int64_t j = 0; j < n; ++j) g[j] *= np[off + j];  // dP
         const int64_t row0 = head * Tq;
         softmax_backward_head<T>(g, pp + off, Tq, Tk, causal, std::lower_bound(blind_begin, blind_end, row0),
-                                 std::lower_bound(blind_begin, blind_end, row0 + Tq), row0);  // dS
-        gemm(false, false, Tq, dh, Tk, T(scale), g, Tk, K.at(b, h), K.ld, T(0), dQ.at(b, h), dQ.ld);   // dq
-        gemm(true, false, Tk, dh, Tq, T(scale), g, Tk, Q.at(b, h), Q.ld, T(0), dK.at(b, h), dK.ld);    // dk
+                                 std::lower_bound(blind_begin, blind_end, row0 + Tq), row0);          // dS
+        gemm(false, false, Tq, dh, Tk, T(scale), g, Tk, K.at(b, h), K.ld, T(0), dQ.at(b, h), dQ.ld);  // dq
+        gemm(true, false, Tk, dh, Tq, T(scale), g, Tk, Q.at(b, h), Q.ld, T(0), dK.at(b, h), dK.ld);   // dk
       });
     });
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -264,8 +265,8 @@ torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, con
   return r[0];
 }
 
-torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads,
-                                    bool causal, double dropout, torch::Tensor* probs) {
+torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads, bool causal,
+                                    double dropout, torch::Tensor* probs) {
   auto r = AttentionCore::apply(qkv, torch::empty({0}), torch::empty({0}), pack(key_pad), heads, causal, dropout);
   if (probs) *probs = r[1];
   return r[0];
@@ -277,8 +278,7 @@ torch::Tensor attention_core(const torch::Tensor&, const torch::Tensor&, const t
                              int64_t, bool, double, torch::Tensor*) {
   TORCH_CHECK(false, "attention_core: stx was built without CBLAS");
 }
-torch::Tensor attention_core_packed(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double,
-                                    torch::Tensor*) {
+torch::Tensor attention_core_packed(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double, torch::Tensor*) {
   TORCH_CHECK(false, "attention_core_packed: stx was built without CBLAS");
 }
 

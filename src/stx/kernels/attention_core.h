@@ -28,7 +28,7 @@ torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, con
 
 // Self-attention on the fused projection qkv = x [W_q; W_k; W_v]ᵀ + b: [B, T, 3d]. Its
 // gradient is written as one [B, T, 3d] tensor (no slicing on the way back).
-torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads,
-                                    bool causal, double dropout, torch::Tensor* probs = nullptr);
+torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads, bool causal,
+                                    double dropout, torch::Tensor* probs = nullptr);
 
 }  // namespace stx

@@ -67,7 +67,8 @@ class CrossEntropy : public torch::autograd::Function<CrossEntropy> {
       T *ep = e.data_ptr<T>(), *sp = s.data_ptr<T>(), *np = nll_rows.data_ptr<T>();
       T* smp = smooth_rows.defined() ? smooth_rows.data_ptr<T>() : nullptr;
       const int64_t* yp = y.data_ptr<int64_t>();
-      at::parallel_for(0, N, 16, [&](int64_t lo, int64_t hi) { forward_rows<T>(lp, ep, yp, kp, sp, np, smp, V, lo, hi); });
+      at::parallel_for(0, N, 16,
+                       [&](int64_t lo, int64_t hi) { forward_rows<T>(lp, ep, yp, kp, sp, np, smp, V, lo, hi); });
     });
     auto nll = nll_rows.sum();
     auto loss = epsilon == 0 ? nll.clone() : c_nll * nll + eps_i * smooth_rows.sum();

@@ -39,7 +39,8 @@ template <typename T>
 void apply_mask(const T* in, T* out, int64_t n, uint64_t seed, uint32_t threshold, T scale) {
   TORCH_CHECK(n <= (int64_t{1} << 32), "stx::dropout: more than 2^32 elements in one tensor");
   const auto k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
-  at::parallel_for(0, n, 16384, [&](int64_t lo, int64_t hi) { mask_range<T>(in, out, lo, hi, k0, k1, threshold, scale); });
+  at::parallel_for(0, n, 16384,
+                   [&](int64_t lo, int64_t hi) { mask_range<T>(in, out, lo, hi, k0, k1, threshold, scale); });
 }
 
 uint32_t threshold_of(double p) { return static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0)); }
@@ -49,8 +50,7 @@ torch::Tensor masked(const torch::Tensor& in, uint64_t seed, double p) {
   auto out = torch::empty_like(src);
   AT_DISPATCH_FLOATING_TYPES(src.scalar_type(), "stx_dropout", [&] {
     const auto scale = static_cast<scalar_t>(scalar_t(1) / static_cast<scalar_t>(1 - p));  // as torch: 1/(1−p) in T
-    apply_mask<scalar_t>(src.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), src.numel(), seed, threshold_of(p),
-                         scale);
+    apply_mask<scalar_t>(src.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), src.numel(), seed, threshold_of(p), scale);
   });
   return out;
 }

@@ -87,9 +87,8 @@ class ResidualNorm : public torch::autograd::Function<ResidualNorm> {
       using T = scalar_t;
       const T *dyp = dy.data_ptr<T>(), *hp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *wp = weight.data_ptr<T>();
       T* dsp = ds.data_ptr<T>();
-      at::parallel_for(0, N, std::max<int64_t>(1, 16384 / d), [&](int64_t lo, int64_t hi) {
-        backward_rows<T>(dyp, hp, rp, wp, dsp, d, lo, hi, centered);
-      });
+      at::parallel_for(0, N, std::max<int64_t>(1, 16384 / d),
+                       [&](int64_t lo, int64_t hi) { backward_rows<T>(dyp, hp, rp, wp, dsp, d, lo, hi, centered); });
     });
     auto dy2 = dy.view({N, d});
     auto dw = (dy2 * xhat.view({N, d})).sum(0);

@@ -14,7 +14,7 @@ namespace stx::vec {
 
 inline float exp(float x) {
   x = std::max(x, -87.3f);
-  x = std::min(x, 88.3f);  // k ≤ 127: 2^k stays finite
+  x = std::min(x, 88.3f);                                                // k ≤ 127: 2^k stays finite
   const float k = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  // round(x / ln2)
   const float r = (x - k * 0.693359375f) + k * 2.12194440e-4f;           // x − k·ln2 in two parts
   float p = 1.9875691500e-4f;

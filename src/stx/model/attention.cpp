@@ -24,7 +24,8 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
   if (mask.defined()) scores = scores.masked_fill(mask, -1e9);
   auto probs = torch::softmax(scores, -1);
   tap("probs", probs);
-  if (attention_dropout_ > 0 && is_training()) probs = torch::dropout(probs, attention_dropout_, true);  // as the fused core
+  if (attention_dropout_ > 0 && is_training())
+    probs = torch::dropout(probs, attention_dropout_, true);  // as the fused core
   const int64_t B = q.size(0), Tq = q.size(2);
   auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, Tq, heads_ * d_head_});
   return out_proj->forward(out);

@@ -16,8 +16,8 @@ class AttentionImpl : public torch::nn::Module {
   // x: [B, Tq, d] queries; memory: [B, Tk, d] keys/values (x itself for self-attention).
   // key_pad: [B, Tk] bool, true where the key is padding (undefined: none). causal: mask
   // keys after the query. Records "probs" at `tap` when asked.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
-                        bool causal, const TapSite& tap = {});
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad, bool causal,
+                        const TapSite& tap = {});
   // Incremental decoding (eval): x [B, t, d] are the newest t positions. Self-attention
   // (memory undefined): their keys/values are appended to k, v [B, H, L, d_h] (undefined at
   // first) and query i attends to keys 0 … L+i. Cross-attention: k, v are computed from memory

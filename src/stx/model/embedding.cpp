@@ -10,7 +10,7 @@ namespace stx {
 using torch::indexing::Slice;
 
 torch::Tensor sinusoidal_positions(int64_t T, int64_t d) {
-  auto p = torch::arange(T, torch::kFloat64).unsqueeze(1);              // [T, 1]
+  auto p = torch::arange(T, torch::kFloat64).unsqueeze(1);               // [T, 1]
   auto two_i = torch::arange(0, d, 2, torch::kFloat64);                  // 2i
   auto angle = p / torch::pow(10000.0, two_i / static_cast<double>(d));  // [T, ⌈d/2⌉]
   auto P = torch::zeros({T, d}, torch::kFloat64);
@@ -31,7 +31,8 @@ torch::Tensor Embedder::operator()(const torch::Tensor& tokens, const torch::Ten
                                    bool training, int64_t offset) {
   const int64_t T = tokens.size(1);
   if (offset + T > max_len_)
-    throw InputError("sequence length " + std::to_string(offset + T) + " exceeds model.max_len = " + std::to_string(max_len_));
+    throw InputError("sequence length " + std::to_string(offset + T) +
+                     " exceeds model.max_len = " + std::to_string(max_len_));
   auto x = torch::embedding(E, tokens);
   if (scale_ != 1.0) x = x * scale_;
   if (positions_ == Positions::Learned) x = x + P.index({Slice(offset, offset + T)});

@@ -33,25 +33,27 @@ torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& s
         x, {"cross1", "cross2", "cross3"}, tap);
   }
   return residual(
-      spec_, is_training(), final_layer_norm, "final_layer_norm", [&](const torch::Tensor& h) { return ffn->forward(h); },
-      x, pre ? std::array<const char*, 3>{"pre4", "pre5", "output"} : std::array<const char*, 3>{"post4", "post5", "output"},
+      spec_, is_training(), final_layer_norm, "final_layer_norm",
+      [&](const torch::Tensor& h) { return ffn->forward(h); }, x,
+      pre ? std::array<const char*, 3>{"pre4", "pre5", "output"}
+          : std::array<const char*, 3>{"post4", "post5", "output"},
       tap);
 }
 
 torch::Tensor LayerImpl::forward_step(const torch::Tensor& x0, const torch::Tensor& memory,
                                       const torch::Tensor& memory_pad, LayerCache& c) {
   const std::array<const char*, 3> none{"", "", ""};  // no taps while decoding
-  auto x = residual(
-      spec_, false, self_attn_layer_norm, "",
-      [&](const torch::Tensor& h) { return self_attn->forward_step(h, {}, {}, c.self_k, c.self_v); }, x0, none, {});
+  auto x = residual(spec_, false, self_attn_layer_norm, "",
+                    [&](const torch::Tensor& h) { return self_attn->forward_step(h, {}, {}, c.self_k, c.self_v); }, x0,
+                    none, {});
   if (encoder_attn) {
     x = residual(
         spec_, false, encoder_attn_layer_norm, "",
         [&](const torch::Tensor& h) { return encoder_attn->forward_step(h, memory, memory_pad, c.cross_k, c.cross_v); },
         x, none, {});
   }
-  return residual(spec_, false, final_layer_norm, "", [&](const torch::Tensor& h) { return ffn->forward(h); }, x,
-                  none, {});
+  return residual(spec_, false, final_layer_norm, "", [&](const torch::Tensor& h) { return ffn->forward(h); }, x, none,
+                  {});
 }
 
 }  // namespace stx

@@ -5,8 +5,8 @@
 #pragma once
 #include <torch/torch.h>
 
-#include "stx/model/attention.h"
 #include "stx/config/config.h"
+#include "stx/model/attention.h"
 #include "stx/model/ffn.h"
 #include "stx/model/incremental.h"
 #include "stx/model/norm.h"

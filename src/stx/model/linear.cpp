@@ -44,8 +44,10 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
 torch::Tensor LinearImpl::step_weight() {
   if (sigma_reparam_ && is_training() && !recomputing_activations()) {  // once per step
     torch::NoGradGuard no_grad;  // one power iteration (the buffers are constants for autograd)
-    v.copy_(torch::nn::functional::normalize(torch::mv(weight.t(), u), torch::nn::functional::NormalizeFuncOptions().dim(0)));
-    u.copy_(torch::nn::functional::normalize(torch::mv(weight, v), torch::nn::functional::NormalizeFuncOptions().dim(0)));
+    v.copy_(torch::nn::functional::normalize(torch::mv(weight.t(), u),
+                                             torch::nn::functional::NormalizeFuncOptions().dim(0)));
+    u.copy_(
+        torch::nn::functional::normalize(torch::mv(weight, v), torch::nn::functional::NormalizeFuncOptions().dim(0)));
   }
   return effective_weight();
 }

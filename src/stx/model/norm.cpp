@@ -10,12 +10,9 @@ NormImpl::NormImpl(NormKind kind, int64_t d, double eps) : kind_(kind), d_(d), e
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   switch (kind_) {
-    case NormKind::LayerNorm:
-      return torch::layer_norm(x, {d_}, weight, bias, eps_);
-    case NormKind::RMSNorm:
-      return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_) * weight;
-    case NormKind::None:
-      return x;
+    case NormKind::LayerNorm: return torch::layer_norm(x, {d_}, weight, bias, eps_);
+    case NormKind::RMSNorm: return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_) * weight;
+    case NormKind::None: return x;
   }
   return x;
 }

@@ -68,7 +68,8 @@ bool recomputing_activations() { return recomputing; }
 
 torch::Tensor checkpointed_layer(LayerImpl& layer, const torch::Tensor& x, const torch::Tensor& self_pad,
                                  const torch::Tensor& memory, const torch::Tensor& memory_pad) {
-  return LayerCheckpoint::apply(x, pack(memory), pack(self_pad), pack(memory_pad), reinterpret_cast<int64_t>(&layer))[0];
+  return LayerCheckpoint::apply(x, pack(memory), pack(self_pad), pack(memory_pad),
+                                reinterpret_cast<int64_t>(&layer))[0];
 }
 
 }  // namespace stx

@@ -8,9 +8,7 @@ namespace stx {
 torch::Tensor residual(const ResidualSpec& spec, bool training, Norm& norm, const std::string& norm_name,
                        const std::function<torch::Tensor(const torch::Tensor&)>& G, const torch::Tensor& x,
                        const std::array<const char*, 3>& points, const TapSite& tap) {
-  auto drop = [&](const torch::Tensor& t) {
-    return stx::dropout(t, spec.dropout, training);
-  };
+  auto drop = [&](const torch::Tensor& t) { return stx::dropout(t, spec.dropout, training); };
   if (spec.scheme == Scheme::Pre) {
     if (tap.taps) tap(norm_name + ".input", x);
     auto n = norm->forward(x);  // pre,1 / pre,4
@@ -21,7 +19,7 @@ torch::Tensor residual(const ResidualSpec& spec, bool training, Norm& norm, cons
     tap(points[2], y);
     return y;
   }
-  auto g = drop(G(x));  // post,1 / post,4
+  auto g = drop(G(x));                                        // post,1 / post,4
   if (!tap.taps && residual_norm_available(x, norm->kind()))  // the three steps below as one node
     return residual_norm(x, g, spec.alpha, norm->kind(), norm->weight, norm->bias, norm->eps());
   tap(points[0], g);

@@ -19,8 +19,8 @@ StackImpl::StackImpl(const ModelConfig& cfg, Side side, double alpha, Table shar
   }
   if (cfg.scheme == Scheme::Pre) layer_norm = register_module("layer_norm", Norm(cfg.norm, cfg.d_model, cfg.norm_eps));
   if (output_head)
-    output_projection =
-        register_module("output_projection", Linear(cfg.d_model, cfg.vocab_size, LinearOptions{/*bias=*/false, cfg.sigma_reparam}));
+    output_projection = register_module(
+        "output_projection", Linear(cfg.d_model, cfg.vocab_size, LinearOptions{/*bias=*/false, cfg.sigma_reparam}));
 }
 
 torch::Tensor StackImpl::padding_mask(const torch::Tensor& tokens) const {
@@ -30,14 +30,14 @@ torch::Tensor StackImpl::padding_mask(const torch::Tensor& tokens) const {
 
 torch::Tensor StackImpl::forward(const torch::Tensor& tokens, const torch::Tensor& memory,
                                  const torch::Tensor& memory_pad, Taps* taps) {
-  auto x = embed_(tokens, embed_tokens->weight, embed_positions ? embed_positions->weight : torch::Tensor(),
-                  is_training());
+  auto x =
+      embed_(tokens, embed_tokens->weight, embed_positions ? embed_positions->weight : torch::Tensor(), is_training());
   if (taps) taps->record(name_ + ".embed", x);
   return run_layers(x, padding_mask(tokens), memory, memory_pad, taps);
 }
 
-torch::Tensor StackImpl::step(const torch::Tensor& tokens, const torch::Tensor& memory,
-                              const torch::Tensor& memory_pad, DecoderCache& cache) {
+torch::Tensor StackImpl::step(const torch::Tensor& tokens, const torch::Tensor& memory, const torch::Tensor& memory_pad,
+                              DecoderCache& cache) {
   if (cache.layers.empty()) {
     cache.layers.resize(layers.size());
     cache.memory_pad = memory_pad;

@@ -18,8 +18,10 @@ TransformerImpl::TransformerImpl(const ModelConfig& cfg) : cfg_(cfg) {
 }
 
 torch::Tensor TransformerImpl::hidden(const torch::Tensor& src, const torch::Tensor& tgt, Taps* taps) {
-  if (cfg_.has_encoder() && !src.defined()) throw InputError("this " + to_string(cfg_.arch) + " model needs input 'src'");
-  if (cfg_.has_decoder() && !tgt.defined()) throw InputError("this " + to_string(cfg_.arch) + " model needs input 'tgt'");
+  if (cfg_.has_encoder() && !src.defined())
+    throw InputError("this " + to_string(cfg_.arch) + " model needs input 'src'");
+  if (cfg_.has_decoder() && !tgt.defined())
+    throw InputError("this " + to_string(cfg_.arch) + " model needs input 'tgt'");
   if (!cfg_.has_decoder()) return encoder->forward(src, {}, {}, taps);
   if (!cfg_.has_encoder()) return decoder->forward(tgt, {}, {}, taps);
   auto memory = encoder->forward(src, {}, {}, taps);

@@ -24,7 +24,8 @@ GradSync::GradSync(World& world, std::vector<torch::Tensor> params, double bucke
     const auto& p = params_[k];
     const double b = static_cast<double>(p.numel() * p.element_size());
     bytes_ += static_cast<int64_t>(b);
-    const bool same_kind = !buckets_.empty() && params_[buckets_.back().params.front()].scalar_type() == p.scalar_type() &&
+    const bool same_kind = !buckets_.empty() &&
+                           params_[buckets_.back().params.front()].scalar_type() == p.scalar_type() &&
                            params_[buckets_.back().params.front()].device() == p.device();
     if (!same_kind || filled + b > cap) {  // a new bucket (a parameter larger than the cap gets one alone)
       if (!buckets_.empty()) cap = bucket_mb * 1024 * 1024;
@@ -76,7 +77,8 @@ void GradSync::launch_ready() {
     try {
       buckets_[next_launch_].work = world_.group()->allreduce(v);
     } catch (const c10::Error& e) {
-      throw DistError("rank " + std::to_string(world_.rank()) + ": gradient all-reduce failed: " + e.what_without_backtrace());
+      throw DistError("rank " + std::to_string(world_.rank()) +
+                      ": gradient all-reduce failed: " + e.what_without_backtrace());
     }
     ++next_launch_;
   }
@@ -104,8 +106,9 @@ void GradSync::finish() {
     } catch (const std::exception& e) {
       std::string m = e.what();
       if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
-      throw DistError("rank " + std::to_string(world_.rank()) +
-                      ": gradient all-reduce failed (a peer died, hung past train.dist_timeout_s or the network failed): " + m);
+      throw DistError(
+          "rank " + std::to_string(world_.rank()) +
+          ": gradient all-reduce failed (a peer died, hung past train.dist_timeout_s or the network failed): " + m);
     }
     for (size_t i = 0; i < bk.params.size(); ++i) {
       auto& p = params_[bk.params[i]];

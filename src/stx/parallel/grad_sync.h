@@ -35,7 +35,7 @@ class GradSync {
 
  private:
   struct Bucket {
-    std::vector<size_t> params;   // indices into params_
+    std::vector<size_t> params;    // indices into params_
     std::vector<int64_t> offsets;  // of each in flat
     torch::Tensor flat;
     size_t ready = 0;

@@ -54,24 +54,24 @@ int launch_local(const LaunchOptions& o) {
   if (ec) throw InputError("cannot create the run directory " + o.run_dir + ": " + ec.message());
   auto log_of = [&](int r) { return (fs::path(o.run_dir) / ("worker-" + std::to_string(r) + ".log")).string(); };
   auto checkpoint_note = [&]() -> std::string {
-    return RunDir(o.run_dir).holds_run()
-               ? "the last checkpoint in " + o.run_dir + " is intact (resume with --resume)"
-               : "no checkpoint had been written";
+    return RunDir(o.run_dir).holds_run() ? "the last checkpoint in " + o.run_dir + " is intact (resume with --resume)"
+                                         : "no checkpoint had been written";
   };
 
   install_stop_handlers();
   std::vector<Child> workers;
   for (int r = 0; r < o.nproc; ++r) {
-    std::vector<std::string> env{"RANK=" + std::to_string(r),        "WORLD_SIZE=" + std::to_string(o.nproc),
-                                 "LOCAL_RANK=" + std::to_string(r),  "LOCAL_WORLD_SIZE=" + std::to_string(o.nproc),
-                                 "MASTER_ADDR=127.0.0.1",            "MASTER_PORT=" + std::to_string(port)};
+    std::vector<std::string> env{"RANK=" + std::to_string(r),       "WORLD_SIZE=" + std::to_string(o.nproc),
+                                 "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(o.nproc),
+                                 "MASTER_ADDR=127.0.0.1",           "MASTER_PORT=" + std::to_string(port)};
     if (!std::getenv("STX_THREADS"))  // the cores shared out, unless the user chose
-      env.insert(env.end(), {"STX_THREADS=" + std::to_string(threads), "OPENBLAS_NUM_THREADS=" + std::to_string(threads)});
+      env.insert(env.end(),
+                 {"STX_THREADS=" + std::to_string(threads), "OPENBLAS_NUM_THREADS=" + std::to_string(threads)});
     workers.emplace_back(o.exe, o.args, r == 0 ? "" : log_of(r), env);
   }
 
   std::vector<std::optional<int>> status(workers.size());
-  std::vector<int> failed;  // ranks in the order their failure was seen
+  std::vector<int> failed;                      // ranks in the order their failure was seen
   std::vector<char> killed(workers.size(), 0);  // by us, still running `grace` after a failure
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   bool forwarded = false;
@@ -104,7 +104,10 @@ int launch_local(const LaunchOptions& o) {
   // closes its connections while it unwinds, so its peers may exit before it does.
   std::optional<int> root;
   for (int r : failed)
-    if (*status[r] != 4 && !killed[r]) { root = r; break; }
+    if (*status[r] != 4 && !killed[r]) {
+      root = r;
+      break;
+    }
   if (!root)
     for (int r : failed)
       if (killed[r]) {
@@ -116,7 +119,8 @@ int launch_local(const LaunchOptions& o) {
   const int st = *status[*root];
   // Rank 0 prints its own error line on the terminal; a worker's line is in its log.
   if (st == 1 || st == 2 || st == 3) {
-    if (*root != 0) std::cerr << "stx: error: worker rank " << *root << " " << status_text(st) << "; see " << log_of(*root) << "\n";
+    if (*root != 0)
+      std::cerr << "stx: error: worker rank " << *root << " " << status_text(st) << "; see " << log_of(*root) << "\n";
     return st;
   }
   std::cerr << "stx: error: worker rank " << *root << " " << status_text(st) << (*root ? "; see " + log_of(*root) : "")

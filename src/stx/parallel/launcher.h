@@ -4,8 +4,8 @@
 // RUN/worker-r.log. SIGINT/SIGTERM are forwarded once (every worker finishes its step and rank 0
 // checkpoints). When a worker fails, the others stop by themselves (their next collective fails
 // at once on a closed connection, or after train.dist_timeout_s on a hung peer); any still
-// running `grace` after the first failure are killed (a hung one, or rank 0 busy validating). The last checkpoint is never at risk: it is written
-// atomically.
+// running `grace` after the first failure are killed (a hung one, or rank 0 busy validating). The last checkpoint is
+// never at risk: it is written atomically.
 #pragma once
 #include <chrono>
 #include <string>
@@ -17,7 +17,7 @@ struct LaunchOptions {
   std::string exe;                // this binary
   std::vector<std::string> args;  // the worker's arguments (argv[1..]), without --nproc
   int nproc = 2;
-  std::string run_dir;            // for worker logs and messages
+  std::string run_dir;  // for worker logs and messages
   std::chrono::seconds grace{10};
 };
 

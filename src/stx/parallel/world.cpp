@@ -24,7 +24,8 @@ int int_var(const char* name, int lo, int hi, std::optional<int> fallback) {
   auto v = getenv_str(name);
   if (!v) {
     if (fallback) return *fallback;
-    throw InputError(std::string("WORLD_SIZE is set but ") + name + " is not (a distributed worker needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)");
+    throw InputError(std::string("WORLD_SIZE is set but ") + name +
+                     " is not (a distributed worker needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)");
   }
   try {
     size_t used = 0;
@@ -32,7 +33,8 @@ int int_var(const char* name, int lo, int hi, std::optional<int> fallback) {
     if (used == v->size() && x >= lo && x <= hi) return static_cast<int>(x);
   } catch (const std::exception&) {
   }
-  throw InputError(std::string(name) + "=" + *v + " is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  throw InputError(std::string(name) + "=" + *v + " is not an integer in [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "]");
 }
 
 // What went wrong in a collective, as one line.
@@ -42,7 +44,8 @@ int int_var(const char* name, int lo, int hi, std::optional<int> fallback) {
   } catch (const c10::Error& e) {
     std::string m = e.what_without_backtrace();
     if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
-    throw DistError("rank " + std::to_string(rank) + ": " + what + " failed (a peer died, hung past the timeout or the network failed): " + m);
+    throw DistError("rank " + std::to_string(rank) + ": " + what +
+                    " failed (a peer died, hung past the timeout or the network failed): " + m);
   } catch (const std::exception& e) {
     throw DistError("rank " + std::to_string(rank) + ": " + what + " failed: " + e.what());
   }
@@ -60,7 +63,8 @@ std::optional<Env> env_from_environment() {
   e.local_rank = int_var("LOCAL_RANK", 0, 65535, e.rank);
   e.master_port = int_var("MASTER_PORT", 1, 65535, std::nullopt);
   e.master_addr = getenv_str("MASTER_ADDR").value_or("");
-  if (e.master_addr.empty()) throw InputError("WORLD_SIZE is set but MASTER_ADDR is not (the host of rank 0's TCPStore)");
+  if (e.master_addr.empty())
+    throw InputError("WORLD_SIZE is set but MASTER_ADDR is not (the host of rank 0's TCPStore)");
   return e;
 }
 
@@ -94,7 +98,9 @@ World::World(const Env& env, std::chrono::milliseconds timeout, const torch::Dev
       opts->timeout = timeout;
       group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, opts);
 #else
-      throw InputError("train.device cuda with several processes needs NCCL, which this build lacks (build against a CUDA PyTorch: -DSTX_TORCH_FROM_PYTHON=ON)");
+      throw InputError(
+          "train.device cuda with several processes needs NCCL, which this build lacks (build against a CUDA PyTorch: "
+          "-DSTX_TORCH_FROM_PYTHON=ON)");
 #endif
     } else {
       auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -103,8 +109,7 @@ World::World(const Env& env, std::chrono::milliseconds timeout, const torch::Dev
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(*ifname));
       else if (is_loopback(env.master_addr))
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      else
-        opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      else opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       opts->threads = 1;
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
     }

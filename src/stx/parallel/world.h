@@ -7,8 +7,8 @@
 // on CUDA builds that have NCCL. Every collective waits at most the job's timeout: a peer that
 // died (connection closed) or hangs (timeout) raises DistError on the others.
 #pragma once
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <chrono>
 #include <optional>

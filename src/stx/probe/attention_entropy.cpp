@@ -25,7 +25,7 @@ double entropy_lower_bound(double sigma, int64_t T) {
   if (sigma < 0) throw std::invalid_argument("entropy_lower_bound: needs sigma >= 0");
   const double t = static_cast<double>(T);
   const double beta = std::exp(-sigma * std::sqrt(t / (t - 1)));  // β = e^{−𝛔√(T/(T−1))}
-  const double z = (t - 1) * beta;                                 // (T−1)β
+  const double z = (t - 1) * beta;                                // (T−1)β
   return std::log1p(z) + sigma * std::sqrt(t * (t - 1)) * beta / (1 + z);
 }
 

@@ -80,8 +80,7 @@ nlohmann::json gradient_norms(TransformerImpl& model) {
     if (pl.layer < 0) continue;
     add(layer, pl.stack, pl.layer, a[i]);
     add(sub[pl.stack], sublayer(pl.module), pl.layer, a[i]);
-    if (ends_with(names[i], ".ffn.fc2.weight"))
-      add(w2, pl.stack, pl.layer, a[i]);
+    if (ends_with(names[i], ".ffn.fc2.weight")) add(w2, pl.stack, pl.layer, a[i]);
   }
   out["grad_norm"] = std::sqrt(total);
   for (auto& [stack, v] : layer) out["grad_norm_layer"][stack] = roots(v);
@@ -110,8 +109,8 @@ nlohmann::json norm_and_entropy(const Taps& taps, int64_t d_model, const torch::
       while (static_cast<int64_t>(vec.size()) <= pl.layer) vec.push_back(nullptr);
       vec[pl.layer] = (norms * w).sum().item<double>() / n;
     } else if (ends_with(name, ".probs")) {
-      auto ent = row_entropy(t.detach().to(torch::kFloat64));           // [B, H, Tq]
-      torch::Tensor per_head = (ent * w.unsqueeze(1)).sum(torch::IntArrayRef{0, 2}) / n;          // [H]
+      auto ent = row_entropy(t.detach().to(torch::kFloat64));                             // [B, H, Tq]
+      torch::Tensor per_head = (ent * w.unsqueeze(1)).sum(torch::IntArrayRef{0, 2}) / n;  // [H]
       auto& e = out["attn_entropy"][pl.stack][pl.module];
       for (const char* k : {"mean", "min_head"}) {
         if (e[k].is_null()) e[k] = nlohmann::json::array();

@@ -5,8 +5,8 @@
 //   attention entropy per layer, mean and min over heads (Zhai et al. §3),
 //   σ(W) and γ of σReparam linears (Zhai et al. Eq. 3), and the parameter norm.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "stx/model/taps.h"
 #include "stx/model/transformer.h"

@@ -50,7 +50,8 @@ torch::Tensor head_logit_norms(AttentionImpl& attn, int64_t heads) {
     return torch::full({heads}, NAN, aq.options());
   auto rq = std::get<1>(torch::linalg_qr(aq.view({heads, dh, -1}).transpose(1, 2), "reduced"));  // [H, dh, dh]
   auto rk = std::get<1>(torch::linalg_qr(ak.view({heads, dh, -1}).transpose(1, 2), "reduced"));
-  return torch::linalg_svdvals(torch::matmul(rq, rk.transpose(1, 2))).select(-1, 0) / std::sqrt(static_cast<double>(dh));
+  return torch::linalg_svdvals(torch::matmul(rq, rk.transpose(1, 2))).select(-1, 0) /
+         std::sqrt(static_cast<double>(dh));
 }
 
 nlohmann::json logit_bound(TransformerImpl& model, const Taps& taps, const torch::Tensor& src_mask,
@@ -76,14 +77,14 @@ nlohmann::json logit_bound(TransformerImpl& model, const Taps& taps, const torch
         const auto& kmask = cross ? src_mask : qmask;
         auto ki = cross ? tv.find(pre + "keys_in") : qi;
         if (ki == tv.end() || !kmask.defined()) continue;
-        auto sig_h = head_logit_norms(*attn, heads);                                       // [H]
+        auto sig_h = head_logit_norms(*attn, heads);  // [H]
         auto sq = input_norms(qi->second, qmask), sk = cross ? input_norms(ki->second, kmask) : sq;
-        auto bar = sig_h.view({1, -1, 1}) * (sq * sk).view({-1, 1, 1});                    // 𝛔 [B, H, 1]
-        auto nk = kmask.to(kF64).sum(1).view({-1, 1});                                    // real keys [B, 1]
+        auto bar = sig_h.view({1, -1, 1}) * (sq * sk).view({-1, 1, 1});  // 𝛔 [B, H, 1]
+        auto nk = kmask.to(kF64).sum(1).view({-1, 1});                   // real keys [B, 1]
         const int64_t Tq = qmask.size(1);
         // Keys a query row sees: every real key; causal: the real keys up to and including it.
         auto keys = !cross && dec ? kmask.to(kF64).cumsum(1) : nk.expand({nk.size(0), Tq});
-        auto bound = entropy_lower_bound(bar, keys.unsqueeze(1));                         // [B, H, Tq]
+        auto bound = entropy_lower_bound(bar, keys.unsqueeze(1));  // [B, H, Tq]
         auto w = qmask.to(kF64).unsqueeze(1);
         auto per_head = (bound * w).sum(torch::IntArrayRef{0, 2}) / std::max(1.0, qmask.sum().item<double>());
         auto& s = out["attn_sigma_kq"][sname][mod];

@@ -10,15 +10,16 @@
 // with X' the sentence's real tokens only, so every query row i has Ent ≥ bound(𝛔, n_i), n_i the
 // keys it can see (causal: i+1; padding excluded). A query with a single key has entropy 0.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "stx/model/taps.h"
 #include "stx/model/transformer.h"
 
 namespace stx::probe {
 
-// From a probe forward's taps (probe_taps(): each attention's "queries_in" / "keys_in") (masks [B, T] float, 1 on real tokens; undefined for a missing side):
+// From a probe forward's taps (probe_taps(): each attention's "queries_in" / "keys_in") (masks [B, T] float, 1 on real
+// tokens; undefined for a missing side):
 //   attn_sigma_kq       {"decoder": {"self_attn": {"mean": [...], "max_head": [...]}}, ...}: σ_h over heads
 //   attn_entropy_bound  {"decoder": {"self_attn": {"mean": [...], "min_head": [...]}}, ...}: the bound
 //                       averaged over real queries like attn_entropy, mean over heads and lowest head

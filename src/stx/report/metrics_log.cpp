@@ -58,8 +58,7 @@ std::vector<nlohmann::json> MetricsLog::read(const std::string& path) {
   for (auto& line : complete_lines(path)) {
     ++n;
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      throw InputError(path + ":" + std::to_string(n) + ": not a JSON object");
+    if (j.is_discarded() || !j.is_object()) throw InputError(path + ":" + std::to_string(n) + ": not a JSON object");
     out.push_back(std::move(j));
   }
   return out;

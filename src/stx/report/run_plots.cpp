@@ -48,17 +48,23 @@ void overlay(const std::vector<Run>& runs, const std::vector<std::pair<std::stri
       if (text.empty()) continue;
       const auto file = fmt::format("r{}_{}.dat", i, k);
       data.emplace_back(file, text);
-      const std::string label = runs.size() > 1 ? runs[i].name + (keys.size() > 1 ? " " + keys[k].second : "") : keys[k].second;
-      plots += fmt::format("{}DATA/{}' using 1:2 with lines lw 2 dt {} lc {} title {}", plots.empty() ? "'" : ", '", file,
-                           k + 1, i + 1, quoted(label));
+      const std::string label =
+          runs.size() > 1 ? runs[i].name + (keys.size() > 1 ? " " + keys[k].second : "") : keys[k].second;
+      plots += fmt::format("{}DATA/{}' using 1:2 with lines lw 2 dt {} lc {} title {}", plots.empty() ? "'" : ", '",
+                           file, k + 1, i + 1, quoted(label));
     }
   if (data.empty()) return;
-  run_gnuplot(data, [&](const std::string& dir, const std::string& tmp) {
-    std::string p = plots;
-    for (size_t pos; (pos = p.find("DATA/")) != std::string::npos;) p.replace(pos, 5, dir + "/");
-    return gnuplot_preamble(tmp) + fmt::format("set title {}\nset xlabel 'step'\nset ylabel {}\nset grid\nset key outside right\n{}plot {}\n",
-                                               quoted(title), quoted(ylabel), logy ? "set logscale y\n" : "", p);
-  }, png);
+  run_gnuplot(
+      data,
+      [&](const std::string& dir, const std::string& tmp) {
+        std::string p = plots;
+        for (size_t pos; (pos = p.find("DATA/")) != std::string::npos;) p.replace(pos, 5, dir + "/");
+        return gnuplot_preamble(tmp) +
+               fmt::format(
+                   "set title {}\nset xlabel 'step'\nset ylabel {}\nset grid\nset key outside right\n{}plot {}\n",
+                   quoted(title), quoted(ylabel), logy ? "set logscale y\n" : "", p);
+      },
+      png);
 }
 
 // Heatmap of a per-layer array over time: x = step, y = layer, colour = log10 value.
@@ -75,13 +81,17 @@ void heatmap(const Run& r, const nlohmann::json::json_pointer& key, const std::s
     s << "\n";
   }
   if (layers == 0) return;
-  run_gnuplot({{"h.dat", s.str()}}, [&](const std::string& dir, const std::string& tmp) {
-    return gnuplot_preamble(tmp) +
-           fmt::format("set title {}\nset xlabel 'step'\nset ylabel 'layer'\nset cblabel 'log10 norm'\nset view map\n"
-                       "set palette rgbformulae 33,13,10\nset yrange [0.5:{}.5]\n"
-                       "{}plot '{}/h.dat' using 1:2:3 with image notitle\n",
-                       quoted(title), layers, layers <= 24 ? "set ytics 1\n" : "", dir);
-  }, png);
+  run_gnuplot(
+      {{"h.dat", s.str()}},
+      [&](const std::string& dir, const std::string& tmp) {
+        return gnuplot_preamble(tmp) +
+               fmt::format(
+                   "set title {}\nset xlabel 'step'\nset ylabel 'layer'\nset cblabel 'log10 norm'\nset view map\n"
+                   "set palette rgbformulae 33,13,10\nset yrange [0.5:{}.5]\n"
+                   "{}plot '{}/h.dat' using 1:2:3 with image notitle\n",
+                   quoted(title), layers, layers <= 24 ? "set ytics 1\n" : "", dir);
+      },
+      png);
 }
 
 // Per-layer profile at the last record that has `key`: one curve per run.
@@ -100,16 +110,21 @@ void last_profile(const std::vector<Run>& runs, const nlohmann::json::json_point
       if (a[l].is_number()) s << l + 1 << " " << a[l].get<double>() << "\n";
     const auto file = fmt::format("p{}.dat", i);
     data.emplace_back(file, s.str());
-    plots += fmt::format("{}DATA/{}' using 1:2 with linespoints lw 2 lc {} title {}", plots.empty() ? "'" : ", '", file, i + 1,
-                         quoted(fmt::format("{} (step {})", runs[i].name, (*last)["step"].get<int64_t>())));
+    plots += fmt::format("{}DATA/{}' using 1:2 with linespoints lw 2 lc {} title {}", plots.empty() ? "'" : ", '", file,
+                         i + 1, quoted(fmt::format("{} (step {})", runs[i].name, (*last)["step"].get<int64_t>())));
   }
   if (data.empty()) return;
-  run_gnuplot(data, [&](const std::string& dir, const std::string& tmp) {
-    std::string p = plots;
-    for (size_t pos; (pos = p.find("DATA/")) != std::string::npos;) p.replace(pos, 5, dir + "/");
-    return gnuplot_preamble(tmp) + fmt::format("set title {}\nset xlabel 'layer'\nset ylabel {}\nset grid\nset key outside right\nplot {}\n",
-                                               quoted(title), quoted(ylabel), p);
-  }, png);
+  run_gnuplot(
+      data,
+      [&](const std::string& dir, const std::string& tmp) {
+        std::string p = plots;
+        for (size_t pos; (pos = p.find("DATA/")) != std::string::npos;) p.replace(pos, 5, dir + "/");
+        return gnuplot_preamble(tmp) +
+               fmt::format(
+                   "set title {}\nset xlabel 'layer'\nset ylabel {}\nset grid\nset key outside right\nplot {}\n",
+                   quoted(title), quoted(ylabel), p);
+      },
+      png);
 }
 
 }  // namespace
@@ -127,11 +142,13 @@ std::vector<std::string> plot_runs(const std::vector<std::string>& run_dirs, con
   if (ec) throw InputError("cannot create " + out_dir + ": " + ec.message());
   const auto out = [&](const std::string& f) { return (fs::path(out_dir) / f).string(); };
   using P = nlohmann::json::json_pointer;
-  overlay(runs, {{"/loss", "train loss"}, {"/valid_loss", "valid loss"}}, "loss (label-smoothed, per token)", "loss", false, out("loss.png"));
+  overlay(runs, {{"/loss", "train loss"}, {"/valid_loss", "valid loss"}}, "loss (label-smoothed, per token)", "loss",
+          false, out("loss.png"));
   overlay(runs, {{"/valid_bleu", "valid BLEU"}}, "validation BLEU (greedy)", "BLEU", false, out("bleu.png"));
   overlay(runs, {{"/grad_norm", "‖g‖"}}, "global gradient norm (before clipping)", "‖g‖₂", true, out("grad_norm.png"));
   overlay(runs, {{"/delta_f", "‖ΔF‖ from θ₀"}, {"/delta_f_step", "‖ΔF‖ per log interval"}},
-          "model update ‖F(x,θ_t) − F(x,θ₀)‖ on the probe batch (DeepNet Fig. 4)", "mean token ‖ΔF‖₂", true, out("delta_f.png"));
+          "model update ‖F(x,θ_t) − F(x,θ₀)‖ on the probe batch (DeepNet Fig. 4)", "mean token ‖ΔF‖₂", true,
+          out("delta_f.png"));
   overlay(runs, {{"/lr", "lr"}}, "learning rate", "lr", false, out("lr.png"));
   // Lowest attention entropy over all layers and heads, over time (entropy collapse).
   std::vector<Run> lowest = runs;
@@ -145,16 +162,19 @@ std::vector<std::string> plot_runs(const std::vector<std::string>& run_dirs, con
             if (v.is_number()) m = std::min(m, v.get<double>());
       if (std::isfinite(m)) j["attn_entropy_lowest"] = m;
     }
-  overlay(lowest, {{"/attn_entropy_lowest", "lowest head entropy"}}, "attention entropy of the lowest layer and head (Zhai et al.)",
-          "entropy (nats)", false, out("entropy_lowest.png"));
+  overlay(lowest, {{"/attn_entropy_lowest", "lowest head entropy"}},
+          "attention entropy of the lowest layer and head (Zhai et al.)", "entropy (nats)", false,
+          out("entropy_lowest.png"));
   for (auto& r : runs)
     for (const char* stack : {"encoder", "decoder"}) {
-      heatmap(r, P(std::string("/grad_norm_layer/") + stack), fmt::format("{}: {} gradient norm per layer", r.name, stack),
+      heatmap(r, P(std::string("/grad_norm_layer/") + stack),
+              fmt::format("{}: {} gradient norm per layer", r.name, stack),
               out(fmt::format("grad_heatmap_{}_{}.png", r.name, stack)));
     }
   for (const char* stack : {"encoder", "decoder"}) {
     last_profile(runs, P(std::string("/ln_input_norm/") + stack + "/final_layer_norm"),
-                 fmt::format("{}: ‖input of the FFN norm‖/√d per layer", stack), "‖z‖/√d", out(fmt::format("ln_input_{}.png", stack)));
+                 fmt::format("{}: ‖input of the FFN norm‖/√d per layer", stack), "‖z‖/√d",
+                 out(fmt::format("ln_input_{}.png", stack)));
     last_profile(runs, P(std::string("/attn_entropy/") + stack + "/self_attn/min_head"),
                  fmt::format("{}: self-attention entropy per layer (lowest head)", stack), "entropy (nats)",
                  out(fmt::format("entropy_{}.png", stack)));

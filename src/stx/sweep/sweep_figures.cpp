@@ -36,7 +36,8 @@ std::string series(const Records& rs, const char* key, bool log, int64_t max_ste
 }
 
 std::string legend(const RunResult& r) {
-  if (r.outcome == Outcome::Diverged) return fmt::format("{} (diverged at {})", scheme_row(r.scheme).title, r.step);  // "@" is special in enhanced text
+  if (r.outcome == Outcome::Diverged)
+    return fmt::format("{} (diverged at {})", scheme_row(r.scheme).title, r.step);  // "@" is special in enhanced text
   if (r.outcome == Outcome::Stalled) return scheme_row(r.scheme).title + " (stalled)";
   return scheme_row(r.scheme).title;
 }
@@ -45,7 +46,8 @@ std::string legend(const RunResult& r) {
 
 std::vector<std::string> existing_figures(const std::string& dir, const Plan& p) {
   std::vector<std::string> names, out;
-  for (auto d : p.depths) names.push_back(fmt::format("loss_L{}.png", d)), names.push_back(fmt::format("early_L{}.png", d));
+  for (auto d : p.depths)
+    names.push_back(fmt::format("loss_L{}.png", d)), names.push_back(fmt::format("early_L{}.png", d));
   names.push_back("valid_vs_depth.png");
   for (auto& n : names)
     if (fs::exists(fs::path(dir) / "figures" / n)) out.push_back("figures/" + n);
@@ -76,9 +78,18 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
   for (auto d : p.depths) {
     const auto label = depth_label(p.base, d);
     Panel loss{"train loss (lines) and validation loss (points)", "update", "loss per token", false, true, {}};
-    Panel df{fmt::format("‖ΔF‖ from θ₀ on the probe batch (DeepNet Fig. 4), first {} updates", early_steps), "update",
-             "mean token ‖ΔF‖₂", false, true, {}};
-    Panel gn{fmt::format("global gradient norm before clipping, first {} updates", early_steps), "update", "‖g‖₂", false, true, {}};
+    Panel df{fmt::format("‖ΔF‖ from θ₀ on the probe batch (DeepNet Fig. 4), first {} updates", early_steps),
+             "update",
+             "mean token ‖ΔF‖₂",
+             false,
+             true,
+             {}};
+    Panel gn{fmt::format("global gradient norm before clipping, first {} updates", early_steps),
+             "update",
+             "‖g‖₂",
+             false,
+             true,
+             {}};
     double ln_v = 0;
     for (auto& r : runs) {
       if (r.depth != d || !metrics.count(r.name)) continue;
@@ -91,7 +102,8 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
       gn.curves.push_back({series(rs, "grad_norm", true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
     }
     if (ln_v > 0 && std::any_of(loss.curves.begin(), loss.curves.end(), [](auto& c) { return !c.data.empty(); }))
-      loss.curves.push_back({fmt::format("0 {0}\n{1} {0}\n", ln_v, p.steps), "lines lw 1 dt 2", "#777777", "ln V (uniform guess)"});
+      loss.curves.push_back(
+          {fmt::format("0 {0}\n{1} {0}\n", ln_v, p.steps), "lines lw 1 dt 2", "#777777", "ln V (uniform guess)"});
     // One legend for both panels, under them.
     const std::string tight = "set autoscale yfix\nset offsets 0, 0, graph 0.04, graph 0.04\nset bmargin 7\n";
     df.extra = tight + "unset key\n";
@@ -100,13 +112,19 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
     loss.title = fmt::format("depth {}: {}", label, loss.title);
     draw_panels((fig_dir / loss_png).string(), {loss}, "", 1000, 600);
     produced(loss_png);
-    draw_panels((fig_dir / early_png).string(), {df, gn}, fmt::format("depth {}: the first {} updates", label, early_steps), 1500, 560);
+    draw_panels((fig_dir / early_png).string(), {df, gn},
+                fmt::format("depth {}: the first {} updates", label, early_steps), 1500, 560);
     produced(early_png);
   }
   if (p.depths.size() >= 2) {  // final validation numbers vs depth, finished runs only
     const bool mt = p.base.data.task == Task::Translation;
-    Panel v{mt ? "validation BLEU after N updates vs depth" : "validation loss after N updates vs depth (diverged runs omitted)",
-            "layers per stack", mt ? "BLEU" : "validation loss per token", true, false, {}};
+    Panel v{mt ? "validation BLEU after N updates vs depth"
+               : "validation loss after N updates vs depth (diverged runs omitted)",
+            "layers per stack",
+            mt ? "BLEU" : "validation loss per token",
+            true,
+            false,
+            {}};
     for (auto& s : p.schemes) {
       std::ostringstream data;
       for (auto d : p.depths)

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <set>
 
-#include "stx/core/error.h"
-#include "stx/grid/grid_plan.h"
 #include "stx/config/config_io.h"
 #include "stx/config/schemes.h"
+#include "stx/core/error.h"
+#include "stx/grid/grid_plan.h"
 
 namespace stx::sweep {
 
@@ -71,8 +71,8 @@ std::vector<std::string> parse_schemes(const std::string& text) {
   std::vector<std::string> out;
   for (auto& item : split(text)) {
     if (!find_scheme(item, kUseSweep))
-      throw InputError("--schemes '" + text + "': unknown scheme '" + item + "' (allowed: " + scheme_names_text(kUseSweep) +
-                       ")");
+      throw InputError("--schemes '" + text + "': unknown scheme '" + item +
+                       "' (allowed: " + scheme_names_text(kUseSweep) + ")");
     if (std::find(out.begin(), out.end(), item) != out.end())
       throw InputError("--schemes '" + text + "': scheme '" + item + "' is listed twice");
     out.push_back(item);
@@ -109,16 +109,20 @@ Plan make_plan(const std::string& config_path, const std::vector<std::string>& o
 }
 
 nlohmann::json plan_json(const Plan& p) {
-  return {{"config_path", p.config_path}, {"overrides", p.overrides}, {"config", config_to_json(p.base)},
-          {"steps", p.steps},             {"schemes", p.schemes},     {"depths", p.depths}};
+  return {{"config_path", p.config_path},
+          {"overrides", p.overrides},
+          {"config", config_to_json(p.base)},
+          {"steps", p.steps},
+          {"schemes", p.schemes},
+          {"depths", p.depths}};
 }
 
 std::string plan_mismatch(const nlohmann::json& stored, const Plan& p) {
   if (!stored.contains("steps") || !stored.contains("config") || !stored["config"].is_object())
     return "its sweep_plan.json lacks \"steps\" or \"config\"";
-  if (stored["steps"] != p.steps) return fmt::format("it was run with --steps {}, not {}", stored["steps"].dump(), p.steps);
+  if (stored["steps"] != p.steps)
+    return fmt::format("it was run with --steps {}, not {}", stored["steps"].dump(), p.steps);
   return grid::config_mismatch(stored["config"], p.base, sweep_keys());
 }
-
 
 }  // namespace stx::sweep

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "stx/core/atomic_file.h"
 #include "stx/config/config_io.h"
+#include "stx/core/atomic_file.h"
 
 namespace stx::sweep {
 
@@ -42,16 +42,18 @@ std::string markdown(const Report& rep) {
   const auto& m = p.base.model;
   std::ostringstream md;
   md << "# Depth sweep: residual scheme × depth\n\nProduced by\n\n    " << rep.command << "\n\n";
-  md << fmt::format("Base config `{}`: {}, d_model {}, {} heads, d_ff {}, task {}, corpus `{}`; every run trains N = {} updates "
-                    "(train.max_steps) from scratch with seed {}.\n\n",
-                    p.config_path.empty() ? "(defaults)" : p.config_path, to_string(m.arch), m.d_model, m.n_heads, m.d_ff,
-                    to_string(p.base.data.task), p.base.data.corpus, p.steps, p.base.train.seed);
+  md << fmt::format(
+      "Base config `{}`: {}, d_model {}, {} heads, d_ff {}, task {}, corpus `{}`; every run trains N = {} updates "
+      "(train.max_steps) from scratch with seed {}.\n\n",
+      p.config_path.empty() ? "(defaults)" : p.config_path, to_string(m.arch), m.d_model, m.n_heads, m.d_ff,
+      to_string(p.base.data.task), p.base.data.corpus, p.steps, p.base.train.seed);
   size_t ended = 0;
   for (auto& r : rep.runs) ended += r.ended();
   if (ended < rep.runs.size())
-    md << fmt::format("**Incomplete: {} of {} runs have ended.** Rerun the command above to continue (finished runs are skipped, "
-                      "interrupted ones resumed).\n\n",
-                      ended, rep.runs.size());
+    md << fmt::format(
+        "**Incomplete: {} of {} runs have ended.** Rerun the command above to continue (finished runs are skipped, "
+        "interrupted ones resumed).\n\n",
+        ended, rep.runs.size());
 
   md << (mt ? "## Validation BLEU (validation loss) after N updates\n\n" : "## Validation loss after N updates\n\n");
   md << "| scheme |";
@@ -68,16 +70,19 @@ std::string markdown(const Report& rep) {
     md << "\n";
   }
   const auto& t = p.base.train;
-  const auto loss_text = fmt::format("validation loss per token (`valid_loss`: cross-entropy{}{})",
-                                     t.label_smoothing > 0 ? fmt::format(", label-smoothed ε = {}", t.label_smoothing) : "",
-                                     t.valid_sentences > 0 ? fmt::format(", first {} validation examples", t.valid_sentences) : "");
+  const auto loss_text =
+      fmt::format("validation loss per token (`valid_loss`: cross-entropy{}{})",
+                  t.label_smoothing > 0 ? fmt::format(", label-smoothed ε = {}", t.label_smoothing) : "",
+                  t.valid_sentences > 0 ? fmt::format(", first {} validation examples", t.valid_sentences) : "");
   md << "\n"
-     << (mt ? fmt::format("Cells: greedy BLEU on the first {} validation sentences ({})", t.valid_bleu_sentences, loss_text)
+     << (mt ? fmt::format("Cells: greedy BLEU on the first {} validation sentences ({})", t.valid_bleu_sentences,
+                          loss_text)
             : "Cells: " + loss_text)
      << " at the run's last validation (step N); see the legend below.\n\n";
 
-  md << "## Runs\n\n| run | outcome | step | train loss: first → last 10 % | valid loss | valid ppl |" << (mt ? " BLEU |" : "")
-     << " guard events | wall time |\n|---|---|---:|---|---:|---:|" << (mt ? "---:|" : "") << "---:|---:|\n";
+  md << "## Runs\n\n| run | outcome | step | train loss: first → last 10 % | valid loss | valid ppl |"
+     << (mt ? " BLEU |" : "") << " guard events | wall time |\n|---|---|---:|---|---:|---:|" << (mt ? "---:|" : "")
+     << "---:|---:|\n";
   for (auto& r : rep.runs) {
     std::string outcome = to_string(r.outcome);
     if (r.outcome == Outcome::Diverged || r.outcome == Outcome::Failed) outcome += ": " + r.cause;
@@ -94,21 +99,28 @@ std::string markdown(const Report& rep) {
   }
 
   md << "## Legend\n\n";
-  for (auto& s : p.schemes) md << "- **" << scheme_row(s).title << "** (`" << s << "`): " << scheme_definition(s) << ".\n";
-  md << (m.arch == Arch::EncoderDecoder ? "- Depth **NL-NL** (e.g. 18L-18L): an encoder-decoder with N encoder and N decoder layers "
-                                          "(model.encoder_layers = model.decoder_layers = N), as DeepNet Table 1 writes it.\n"
-                                        : m.arch == Arch::Decoder ? "- Depth **NL** (e.g. 18L): model.decoder_layers = N.\n"
-                                                                  : "- Depth **NL** (e.g. 18L): model.encoder_layers = N.\n");
+  for (auto& s : p.schemes)
+    md << "- **" << scheme_row(s).title << "** (`" << s << "`): " << scheme_definition(s) << ".\n";
+  md << (m.arch == Arch::EncoderDecoder
+             ? "- Depth **NL-NL** (e.g. 18L-18L): an encoder-decoder with N encoder and N decoder layers "
+               "(model.encoder_layers = model.decoder_layers = N), as DeepNet Table 1 writes it.\n"
+         : m.arch == Arch::Decoder ? "- Depth **NL** (e.g. 18L): model.decoder_layers = N.\n"
+                                   : "- Depth **NL** (e.g. 18L): model.encoder_layers = N.\n");
   md << "- **diverged @ S (cause)**: `stx train` stopped at update S (exit 1): a non-finite loss or gradient norm "
         "(`non-finite`), or a loss more than train.spike_zscore standard deviations above the mean of the last "
-        "train.spike_window losses (`loss spike`); train.on_divergence decides whether the guard first skips or rolls back "
+        "train.spike_window losses (`loss spike`); train.on_divergence decides whether the guard first skips or rolls "
+        "back "
         "(`guard events` counts them).\n"
-        "- **stalled**: finished all N updates but did not learn: L_end ≥ 0.9 · L_first, where L_first is the first logged "
-        "train loss and L_end the mean train loss over the last 10 % (at least one) of the logged training lines (needs two "
+        "- **stalled**: finished all N updates but did not learn: L_end ≥ 0.9 · L_first, where L_first is the first "
+        "logged "
+        "train loss and L_end the mean train loss over the last 10 % (at least one) of the logged training lines "
+        "(needs two "
         "or more), or the last validation nll ≥ ln V, the loss of the uniform guess over the vocabulary of V pieces.\n"
         "- **converged**: finished all N updates and not stalled.\n"
-        "- **interrupted / stopped @ S**: has a checkpoint at step < N; rerunning the sweep resumes it. **failed**: the "
-        "`stx train` child crashed or was killed (e.g. out of memory); rerunning the sweep retries it. **—**: not started.\n"
+        "- **interrupted / stopped @ S**: has a checkpoint at step < N; rerunning the sweep resumes it. **failed**: "
+        "the "
+        "`stx train` child crashed or was killed (e.g. out of memory); rerunning the sweep retries it. **—**: not "
+        "started.\n"
         "- Each run's directory holds its `config.yaml`, `metrics.jsonl`, `train.log` (the child's output) and "
         "`sweep_status.json`; `stx plot RUN…` draws every diagnostic. All numbers are in `sweep.json`.\n";
   return md.str();
@@ -124,8 +136,9 @@ std::string cell(const RunResult& r, bool translation) {
     case Outcome::Diverged: return fmt::format("diverged @ {} ({})", r.step, short_cause(r.cause));
     case Outcome::Converged:
     case Outcome::Stalled: {
-      std::string v = translation && r.valid_bleu ? fmt::format("{:.2f} ({})", *r.valid_bleu, num(r.valid_loss, "{:.2f}"))
-                                                  : num(r.valid_loss);
+      std::string v = translation && r.valid_bleu
+                          ? fmt::format("{:.2f} ({})", *r.valid_bleu, num(r.valid_loss, "{:.2f}"))
+                          : num(r.valid_loss);
       if (v.empty()) v = "no valid loss";
       return r.outcome == Outcome::Stalled ? v + " (stalled)" : v;
     }
@@ -154,8 +167,10 @@ void write_report(const std::string& dir, const Report& rep) {
                     {"valid_nll", opt(r.valid_nll)},
                     {"valid_ppl", r.valid_nll ? nlohmann::json(std::exp(*r.valid_nll)) : nlohmann::json(nullptr)},
                     {"valid_bleu", opt(r.valid_bleu)}});
-  const nlohmann::json j = {{"command", rep.command}, {"plan", plan_json(*rep.plan)}, {"runs", runs}, {"figures", rep.figures}};
-  write_atomically((fs::path(dir) / "sweep.json").string(), [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(2) << "\n"; });
+  const nlohmann::json j = {
+      {"command", rep.command}, {"plan", plan_json(*rep.plan)}, {"runs", runs}, {"figures", rep.figures}};
+  write_atomically((fs::path(dir) / "sweep.json").string(),
+                   [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(2) << "\n"; });
   const auto md = markdown(rep);
   write_atomically((fs::path(dir) / "sweep.md").string(), [&](const std::string& tmp) { std::ofstream(tmp) << md; });
 }

@@ -17,7 +17,7 @@ using grid::RunResult;
 using grid::short_cause;
 
 struct Report {
-  std::string command;               // the exact command line that produced it
+  std::string command;  // the exact command line that produced it
   const Plan* plan = nullptr;
   std::vector<RunResult> runs;       // one per (scheme, depth) of the plan
   std::vector<std::string> figures;  // PNG paths relative to DIR
@@ -27,6 +27,5 @@ struct Report {
 std::string cell(const RunResult& r, bool translation);
 
 void write_report(const std::string& dir, const Report& rep);
-
 
 }  // namespace stx::sweep

@@ -29,7 +29,7 @@ namespace {
 
 void prepare_out(const SweepOptions& o) {
   grid::prepare_grid_dir({o.out, "sweep_plan.json", "a sweep", "--config/--set/--steps"}, plan_json(o.plan),
-                   [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
+                         [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
 std::string result_text(const RunResult& r, bool translation) {
@@ -78,9 +78,12 @@ class Runner {
     report();
     int counts[6] = {};
     for (auto& r : runs_) ++counts[static_cast<int>(r.outcome)];
-    std::cout << fmt::format("sweep: {} converged, {} stalled, {} diverged{}; report in {}", counts[int(Outcome::Converged)],
-                             counts[int(Outcome::Stalled)], counts[int(Outcome::Diverged)],
-                             counts[int(Outcome::Failed)] ? fmt::format(", {} failed (rerun to retry)", counts[int(Outcome::Failed)]) : "",
+    std::cout << fmt::format("sweep: {} converged, {} stalled, {} diverged{}; report in {}",
+                             counts[int(Outcome::Converged)], counts[int(Outcome::Stalled)],
+                             counts[int(Outcome::Diverged)],
+                             counts[int(Outcome::Failed)]
+                                 ? fmt::format(", {} failed (rerun to retry)", counts[int(Outcome::Failed)])
+                                 : "",
                              (fs::path(o_.out) / "sweep.md").string())
               << std::endl;
     return counts[int(Outcome::Failed)] ? 1 : 0;
@@ -129,7 +132,8 @@ class Runner {
 
   RunResult run_one(const RunResult& before, const std::string& tag) {
     grid::TrainChild c;
-    c.exe = o_.exe, c.dir = run_dir(before.scheme, before.depth), c.tag = tag, c.steps = o_.plan.steps, c.quiet = o_.quiet;
+    c.exe = o_.exe, c.dir = run_dir(before.scheme, before.depth), c.tag = tag, c.steps = o_.plan.steps,
+    c.quiet = o_.quiet;
     c.live = o_.jobs <= 1;
     if (o_.jobs > 1 && !std::getenv("STX_THREADS")) {  // the cores shared out, unless the user chose
       const int threads = std::max(1, physical_cores() / o_.jobs);
@@ -137,7 +141,8 @@ class Runner {
     }
     c.fresh_args = {"--config", o_.plan.config_path};
     for (auto& s : o_.plan.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
-    for (auto& s : run_overrides(o_.plan, before.scheme, before.depth)) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
+    for (auto& s : run_overrides(o_.plan, before.scheme, before.depth))
+      c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
     return grid::run_train_child(c, before);
   }
 

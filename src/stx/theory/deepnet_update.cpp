@@ -52,7 +52,8 @@ double ratio_se(const MeanSE& a, const MeanSE& b) {  // SE of a/b by the delta m
 }
 
 void at_least(Result& r, std::string id, std::string stmt, double lo, double measured, bool theory) {
-  r.claims.push_back({std::move(id), std::move(stmt), fmt::format("≥ {:.4g}", lo), measured, 0.0, measured >= lo, theory});
+  r.claims.push_back(
+      {std::move(id), std::move(stmt), fmt::format("≥ {:.4g}", lo), measured, 0.0, measured >= lo, theory});
 }
 
 std::string fmt3(double x) { return fmt::format("{:.3g}", x); }
@@ -80,10 +81,23 @@ Setup make_grid(const Options& o) {
 }
 
 nlohmann::json make_config(const Setup& s) {
-  return {{"arch", to_string(s.arch)}, {"d", s.d}, {"d_ff", s.d_ff}, {"heads", s.heads}, {"depths", s.depths},
-          {"steps", s.steps}, {"adam_lr", s.lr}, {"adam_betas", {0.9, 0.98}}, {"warmup", 0}, {"dropout", 0},
-          {"weight_decay", 0}, {"batch", s.B}, {"tokens_per_sequence", s.T}, {"probe_batch", s.probe_B},
-          {"sgd_lr", s.sgd_lr}, {"sgd_seeds", s.seeds}, {"seed", s.seed},
+  return {{"arch", to_string(s.arch)},
+          {"d", s.d},
+          {"d_ff", s.d_ff},
+          {"heads", s.heads},
+          {"depths", s.depths},
+          {"steps", s.steps},
+          {"adam_lr", s.lr},
+          {"adam_betas", {0.9, 0.98}},
+          {"warmup", 0},
+          {"dropout", 0},
+          {"weight_decay", 0},
+          {"batch", s.B},
+          {"tokens_per_sequence", s.T},
+          {"probe_batch", s.probe_B},
+          {"sgd_lr", s.sgd_lr},
+          {"sgd_seeds", s.seeds},
+          {"seed", s.seed},
           {"data", "bytes of data/demo/moby-dick-ch1.txt (vocab 256)"},
           {"task", s.arch == Arch::Decoder ? "next-byte LM" : "continue the text: src = T bytes, tgt = next T"},
           {"F", "final hidden state before the vocabulary projection; ‖ΔF‖ = mean over tokens of the L2 norm"}};
@@ -91,8 +105,8 @@ nlohmann::json make_config(const Setup& s) {
 
 // ---- measure: (A) Adam curves; (B) SGD first steps, s.seeds seeds per point ---------------------
 struct Measurements {
-  Curves curves;                                                                // (A)
-  std::map<Scheme, std::map<int64_t, MeanSE>> sgd, bound;                       // (B): ‖ΔF₁‖/η, bound/η over seeds
+  Curves curves;                                           // (A)
+  std::map<Scheme, std::map<int64_t, MeanSE>> sgd, bound;  // (B): ‖ΔF₁‖/η, bound/η over seeds
   std::map<Scheme, std::map<int64_t, std::vector<double>>> sgd_runs, bound_runs;  // (B): per seed
 };
 
@@ -127,13 +141,17 @@ void add_series(Result& r, const Setup& s, const Measurements& m) {
   for (auto sc : kSchemes)
     for (auto n : s.depths) {
       const auto& c = m.curves.at(sc).at(n);
-      r.series["adam"][to_string(sc)][tag(n)] = {
-          {"dF", c.dF}, {"increment", c.inc}, {"loss", c.loss}, {"ln_input_max_over_sqrt_d", c.ln_max},
-          {"ln_input_mean_over_sqrt_d", c.ln_mean}, {"grad_norm_bottom_layer", c.grad_bottom}};
+      r.series["adam"][to_string(sc)][tag(n)] = {{"dF", c.dF},
+                                                 {"increment", c.inc},
+                                                 {"loss", c.loss},
+                                                 {"ln_input_max_over_sqrt_d", c.ln_max},
+                                                 {"ln_input_mean_over_sqrt_d", c.ln_mean},
+                                                 {"grad_norm_bottom_layer", c.grad_bottom}};
       const auto& sgd = m.sgd.at(sc).at(n);
-      r.series["sgd_first_step"][to_string(sc)][tag(n)] = {
-          {"dF_over_lr", m.sgd_runs.at(sc).at(n)}, {"mean", sgd.mean}, {"se", sgd.se},
-          {"bound_over_lr", m.bound_runs.at(sc).at(n)}};
+      r.series["sgd_first_step"][to_string(sc)][tag(n)] = {{"dF_over_lr", m.sgd_runs.at(sc).at(n)},
+                                                           {"mean", sgd.mean},
+                                                           {"se", sgd.se},
+                                                           {"bound_over_lr", m.bound_runs.at(sc).at(n)}};
     }
 }
 
@@ -188,8 +206,8 @@ void add_claims(Result& r, const Setup& s, const Measurements& m, const Ratios& 
   // so ‖ΔF₁‖/η at the largest depth is no larger than at the smallest. Tolerance: 5 standard
   // errors of the ratio of the two seed means (delta method, SEs from the seed-to-seed spread).
   r.within("deepnorm_sgd_depth_ratio",
-           fmt::format("Thm 4.2 (SGD, θ_i only): DeepNorm ‖ΔF₁‖/η at {} ÷ at {} ≤ 1 (Θ(η) at every depth)",
-                       tag(nmax), tag(nmin)),
+           fmt::format("Thm 4.2 (SGD, θ_i only): DeepNorm ‖ΔF₁‖/η at {} ÷ at {} ≤ 1 (Θ(η) at every depth)", tag(nmax),
+                       tag(nmin)),
            0, 1, dq, 5 * dq_se);
   at_least(r, "post_sgd_depth_ratio",
            fmt::format("Thm 4.2, Post-LN (α = v = w = 1, O(Σ‖Δθ_i‖) accumulates): ‖ΔF₁‖/η at {} ÷ at {}", tag(nmax),
@@ -205,10 +223,10 @@ void add_claims(Result& r, const Setup& s, const Measurements& m, const Ratios& 
   at_least(r, "post_adam_depth_ratio",
            fmt::format("Fig. 5: Post-LN's Adam ‖ΔF₁‖ grows with depth: {} ÷ {}", tag(nmax), tag(nmin)), 1,
            post.at(nmax).dF[0] / post.at(nmin).dF[0], false);
-  at_least(r, "post_jump",
-           fmt::format("Fig. 4: Post-LN's update jumps at the start: ‖ΔF₁‖/‖ΔF_{}‖ at {}, Post-LN ÷ DeepNorm", K,
-                       tag(nmax)),
-           1, (post.at(nmax).dF[0] / post.at(nmax).dF[K - 1]) / (dn.at(nmax).dF[0] / dn.at(nmax).dF[K - 1]), false);
+  at_least(
+      r, "post_jump",
+      fmt::format("Fig. 4: Post-LN's update jumps at the start: ‖ΔF₁‖/‖ΔF_{}‖ at {}, Post-LN ÷ DeepNorm", K, tag(nmax)),
+      1, (post.at(nmax).dF[0] / post.at(nmax).dF[K - 1]) / (dn.at(nmax).dF[0] / dn.at(nmax).dF[K - 1]), false);
   r.within("post_freeze",
            fmt::format("Fig. 4: then Post-LN freezes: its late step increments ÷ DeepNorm's (last {} steps, {}) ≤ 1",
                        late, tag(nmax)),
@@ -259,10 +277,11 @@ void add_findings(Result& r, const Setup& s, const Measurements& m, const Ratios
   const auto &post = curves.at(Scheme::Post), &dn = curves.at(Scheme::DeepNorm), &pin = curves.at(Scheme::PostInit),
              &pre = curves.at(Scheme::Pre);
   const std::string depth_words =
-      slope > 0.1 ? fmt::format(", but unlike the paper's Fig. 5 it is not constant in depth: it grows ∝ N^{:.2f} "
-                                "(Adam moves every weight by ≈ η whatever its gradient scale, so the β-scaled "
-                                "gradients that make the SGD update Θ(η) do not shrink Adam's step).",
-                                slope)
+      slope > 0.1 ? fmt::format(
+                        ", but unlike the paper's Fig. 5 it is not constant in depth: it grows ∝ N^{:.2f} "
+                        "(Adam moves every weight by ≈ η whatever its gradient scale, so the β-scaled "
+                        "gradients that make the SGD update Θ(η) do not shrink Adam's step).",
+                        slope)
                   : fmt::format(" and nearly constant in depth (∝ N^{:.2f}), as in Fig. 5.", slope);
   r.findings.push_back(fmt::format(
       "Adam (lr {}, no warm-up), ‖ΔF₁‖ after one step for {}: Post-LN {}, Post-LN-init {}, DeepNorm {}, Pre-LN {}. "
@@ -283,11 +302,10 @@ void add_findings(Result& r, const Setup& s, const Measurements& m, const Ratios
       tag(nmax), K, arrow(post.at(nmax).ln_max), arrow(pin.at(nmax).ln_max), arrow(dn.at(nmax).ln_max),
       s.arch == Arch::Decoder ? fmt3(coef.decoder_alpha)
                               : fmt3(coef.encoder_alpha) + " encoder, " + fmt3(coef.decoder_alpha) + " decoder",
-      arrow(pre.at(nmax).ln_max),
-      arrow(post.at(nmax).grad_bottom), arrow(pin.at(nmax).grad_bottom), arrow(dn.at(nmax).grad_bottom),
-      arrow(pre.at(nmax).grad_bottom), fmt3(lp), fmt3(ld), lp > ld ? " (no freeze at this scale)" : "", K,
-      fmt3(post.at(nmax).loss[K - 1]), fmt3(pin.at(nmax).loss[K - 1]), fmt3(dn.at(nmax).loss[K - 1]),
-      fmt3(pre.at(nmax).loss[K - 1])));
+      arrow(pre.at(nmax).ln_max), arrow(post.at(nmax).grad_bottom), arrow(pin.at(nmax).grad_bottom),
+      arrow(dn.at(nmax).grad_bottom), arrow(pre.at(nmax).grad_bottom), fmt3(lp), fmt3(ld),
+      lp > ld ? " (no freeze at this scale)" : "", K, fmt3(post.at(nmax).loss[K - 1]), fmt3(pin.at(nmax).loss[K - 1]),
+      fmt3(dn.at(nmax).loss[K - 1]), fmt3(pre.at(nmax).loss[K - 1])));
 }
 
 // ---- plot --------------------------------------------------------------------------------------
@@ -351,8 +369,8 @@ void add_plot(Result& r, const Setup& s, const Measurements& m) {
     auto panel = [&](const std::string& title, const std::string& ylabel, int col) {
       g << "set title '" << title << "'\nset ylabel '" << ylabel << "'\nset yrange [*:*]\nplot ";
       for (size_t k = 0; k < kSchemes.size(); ++k)
-        g << (k ? ", " : "") << "'" << dir << "/top_depth.dat' u 1:" << 2 + 3 * k + col << " w l lw 2 t '"
-          << names[k] << "'";
+        g << (k ? ", " : "") << "'" << dir << "/top_depth.dat' u 1:" << 2 + 3 * k + col << " w l lw 2 t '" << names[k]
+          << "'";
       g << "\n";
     };
     panel("LN input ‖x‖/√d, max over layers, " + big, "‖x‖ / √d", 0);
@@ -360,8 +378,8 @@ void add_plot(Result& r, const Setup& s, const Measurements& m) {
     panel("step increment ‖F_t − F_{t−1}‖, " + big, "increment", 2);
     g << "set title 'one SGD step, Thm 4.2 setting (η = " << sgd_lr << ")'\nset logscale x\nset xtics (";
     for (size_t j = 0; j < depths.size(); ++j) g << (j ? ", " : "") << depths[j];
-    g << ")\nset xlabel 'layers N'\nset ylabel '‖ΔF_1‖ / η'\nset xrange [" << depths.front() * 0.8
-      << ":" << depths.back() * 1.25 << "]\nplot ";
+    g << ")\nset xlabel 'layers N'\nset ylabel '‖ΔF_1‖ / η'\nset xrange [" << depths.front() * 0.8 << ":"
+      << depths.back() * 1.25 << "]\nplot ";
     for (size_t k = 0; k < kSchemes.size(); ++k)
       g << (k ? ", " : "") << "'" << dir << "/sgd_first_step.dat' u 1:" << 2 + 2 * k << ":" << 3 + 2 * k
         << " w yerrorlines pt 7 lw 2 t '" << names[k] << "'";

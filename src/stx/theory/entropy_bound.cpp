@@ -48,11 +48,14 @@ torch::Tensor with_norm(const torch::Tensor& z, const torch::Tensor& norm) {
 torch::Tensor random_rows(int64_t n, int64_t T, double sig) {
   auto radius = [&] { return torch::rand({n, 1}, kF64) * sig; };
   auto gauss = with_norm(torch::randn({n, T}, kF64), radius());
-  auto shifted = with_norm(torch::randn({n, T}, kF64) + torch::rand({n, 1}, kF64) * 6 - 3, torch::full({n, 1}, sig, kF64));
+  auto shifted =
+      with_norm(torch::randn({n, T}, kF64) + torch::rand({n, 1}, kF64) * 6 - 3, torch::full({n, 1}, sig, kF64));
   auto k = torch::randint(1, T, {n, 1}, torch::kInt64);
-  auto hot = (torch::rand({n, T}, kF64).argsort(int64_t{-1}, false) < k).to(kF64) * (torch::randint(0, 2, {n, 1}, kF64) * 2 - 1);
+  auto hot = (torch::rand({n, T}, kF64).argsort(int64_t{-1}, false) < k).to(kF64) *
+             (torch::randint(0, 2, {n, 1}, kF64) * 2 - 1);
   hot = with_norm(hot, torch::full({n, 1}, sig, kF64));
-  auto ext = probe::extremal_logits(sig, T).expand({n, T}).gather(1, torch::rand({n, T}, kF64).argsort(int64_t{-1}, false));
+  auto ext =
+      probe::extremal_logits(sig, T).expand({n, T}).gather(1, torch::rand({n, T}, kF64).argsort(int64_t{-1}, false));
   auto eps = torch::pow(10.0, torch::rand({n, 1}, kF64) * 7 - 8);
   auto near = ext + eps * sig * torch::randn({n, T}, kF64) / std::sqrt(static_cast<double>(T));
   near = with_norm(near, torch::minimum(near.norm(2, -1, true), torch::full({n, 1}, sig, kF64)));
@@ -100,9 +103,11 @@ std::string plot_script(const std::string& dir, const std::string& png, const st
     << "set multiplot layout 1,2 title 'Zhai et al. Theorem 3.1: attention entropy ≥ bound(𝛔)'\n"
     << "set logscale x\nset xlabel 'logit-row norm 𝛔 (log scale)'\nset ylabel 'entropy of softmax(a)'\n"
     << "set key inside top center horizontal maxrows 3 box opaque font ',9'\nset format x '10^{%T}'\n"
-    << "set xrange [1e-3:1e3]\nset yrange [0:" << std::log(static_cast<double>(*std::max_element(Ts.begin(), Ts.end()))) * 1.3 + 0.2 << "]\n"
+    << "set xrange [1e-3:1e3]\nset yrange [0:"
+    << std::log(static_cast<double>(*std::max_element(Ts.begin(), Ts.end()))) * 1.3 + 0.2 << "]\n"
     << "Ts = '" << tl << "'\n"
-    << "plot for [i=1:words(Ts)] '" << dir << "/bound.dat' index (i-1) u 1:2 w l lw 2 lc i t 'bound, T='.word(Ts,i), \\\n"
+    << "plot for [i=1:words(Ts)] '" << dir
+    << "/bound.dat' index (i-1) u 1:2 w l lw 2 lc i t 'bound, T='.word(Ts,i), \\\n"
     << "  for [i=1:words(Ts)] '" << dir << "/random.dat' index (i-1) u 1:2 w p pt 7 ps 0.3 lc i notitle, \\\n"
     << "  NaN w p pt 7 ps 0.6 lc rgb 'gray' t 'random rows (at ‖a‖)', \\\n"
     << "  '" << dir << "/adversarial.dat' u 2:3 w p pt 6 ps 1.4 lc rgb 'black' t 'adversarial minimum (PGD)', \\\n"
@@ -111,10 +116,14 @@ std::string plot_script(const std::string& dir, const std::string& png, const st
     << "set ylabel 'per-query attention entropy'\nset key inside top right box opaque font ',9'\n"
     << "set xrange [0.1:1e5]\nset yrange [0:" << std::log(static_cast<double>(Tl)) * 1.4 << "]\n"
     << "plot '" << dir << "/layer_bound.dat' u 1:2 w l lw 2 lc rgb 'black' t 'bound, T=" << Tl << "', \\\n"
-    << "  '" << dir << "/layer_rows.dat' u ($3==0?$1:1/0):2 w p pt 7 ps 0.3 lc rgb '#7799dd' t 'plain rows at ‖a_i‖', \\\n"
-    << "  '" << dir << "/layer_rows.dat' u ($3==1?$1:1/0):2 w p pt 7 ps 0.3 lc rgb '#ee9966' t 'σReparam rows at ‖a_i‖', \\\n"
-    << "  '" << dir << "/layer_heads.dat' u ($1==0?$3:1/0):4 w p pt 5 ps 0.9 lc rgb 'blue' t 'plain, mean over queries at σσ_x', \\\n"
-    << "  '" << dir << "/layer_heads.dat' u ($1==1?$3:1/0):4 w p pt 4 ps 1.6 lc rgb 'red' t 'σReparam at σσ_x (all s)'\n"
+    << "  '" << dir
+    << "/layer_rows.dat' u ($3==0?$1:1/0):2 w p pt 7 ps 0.3 lc rgb '#7799dd' t 'plain rows at ‖a_i‖', \\\n"
+    << "  '" << dir
+    << "/layer_rows.dat' u ($3==1?$1:1/0):2 w p pt 7 ps 0.3 lc rgb '#ee9966' t 'σReparam rows at ‖a_i‖', \\\n"
+    << "  '" << dir
+    << "/layer_heads.dat' u ($1==0?$3:1/0):4 w p pt 5 ps 0.9 lc rgb 'blue' t 'plain, mean over queries at σσ_x', \\\n"
+    << "  '" << dir
+    << "/layer_heads.dat' u ($1==1?$3:1/0):4 w p pt 4 ps 1.6 lc rgb 'red' t 'σReparam at σσ_x (all s)'\n"
     << "unset multiplot\n";
   return g.str();
 }
@@ -144,10 +153,23 @@ Grid make_grid(const Options& opts) {
 }
 
 nlohmann::json make_config(const Grid& g) {
-  return {{"T_grid", g.Ts},        {"sigma_grid", g.sigmas}, {"rows_per_family", g.per_family}, {"families", 4},
-          {"pgd_starts", g.starts}, {"pgd_iters", g.iters},   {"dtype", "float64"},              {"slack", kSlack},
-          {"layer", {{"d", g.d}, {"heads", g.heads}, {"T", g.Tl}, {"examples", g.B}, {"bias", false},
-                     {"scales", g.scales}, {"init", "xavier"}, {"seed", g.seed}}}};
+  return {{"T_grid", g.Ts},
+          {"sigma_grid", g.sigmas},
+          {"rows_per_family", g.per_family},
+          {"families", 4},
+          {"pgd_starts", g.starts},
+          {"pgd_iters", g.iters},
+          {"dtype", "float64"},
+          {"slack", kSlack},
+          {"layer",
+           {{"d", g.d},
+            {"heads", g.heads},
+            {"T", g.Tl},
+            {"examples", g.B},
+            {"bias", false},
+            {"scales", g.scales},
+            {"init", "xavier"},
+            {"seed", g.seed}}}};
 }
 
 // ---- measure (1)–(3): random rows, PGD minima and the extremal row over the (T, 𝛔) grid ---------
@@ -190,7 +212,7 @@ Sweep measure_sweep(const Grid& g) {
 
 // ---- measure (4): a real attention layer, plain and σReparam, W_Q and W_K scaled by s -----------
 using ScaleMap = std::map<std::pair<bool, double>, double>;  // (reparam, s) → value
-struct RowSample {  // one query row of example 0
+struct RowSample {                                           // one query row of example 0
   double norm, entropy;
   bool reparam;
 };
@@ -234,12 +256,12 @@ Layer measure_layer(const Grid& g) {
       Taps taps({"probs"});
       attn->forward(X, X, {}, false, TapSite{&taps, "self_attn."});
       auto probs = taps.values().at("self_attn.probs");  // [B, H, T, T]
-      auto ent = probe::row_entropy(probs);                 // [B, H, T]
+      auto ent = probe::row_entropy(probs);              // [B, H, T]
       auto Wq = attn->q_proj->effective_weight().view({heads, dh, d});
       auto Wk = attn->k_proj->effective_weight().view({heads, dh, d});
       // logits_h = X M_h Xᵀ with M_h = W_{q,h}ᵀ W_{k,h}/√d_h: the theorem's W_Q W_Kᵀ of head h.
       auto M = torch::matmul(Wq.transpose(1, 2), Wk) / std::sqrt(static_cast<double>(dh));  // [H, d, d]
-      auto sig_h = torch::linalg_matrix_norm(M, 2);                                       // [H]
+      auto sig_h = torch::linalg_matrix_norm(M, 2);                                         // [H]
       auto logits = torch::matmul(torch::matmul(X.unsqueeze(1), M.unsqueeze(0)), X.unsqueeze(1).transpose(2, 3));
       probs_err = std::max(probs_err, (torch::softmax(logits, -1) - probs).abs().max().item<double>());
       auto E = to_vec(ent), RN = to_vec(logits.norm(2, -1)), SH = to_vec(sig_h), SX = to_vec(sigma_x);
@@ -313,10 +335,13 @@ void add_claims(Result& r, const Grid& g, const Measurements& m, const ScaleEffe
   const double rand_gap = w.rand_gap, adv_gap_min = w.adv_gap_min, adv_gap_max = w.adv_gap_max,
                constr_err = w.constr_err, constr_norm_err = w.constr_norm_err;
   const double log_tmax = std::log(static_cast<double>(*std::max_element(g.Ts.begin(), g.Ts.end())));
-  r.within("random_rows", fmt::format("{} random rows: min Ent − bound(‖a‖) ≥ 0", n_rows), 0, log_tmax, rand_gap, kSlack);
-  r.within("adversarial_not_below", "PGD minimum of Ent on ‖a‖=𝛔 ≥ bound (min over T, 𝛔)", 0, log_tmax, adv_gap_min, kSlack);
+  r.within("random_rows", fmt::format("{} random rows: min Ent − bound(‖a‖) ≥ 0", n_rows), 0, log_tmax, rand_gap,
+           kSlack);
+  r.within("adversarial_not_below", "PGD minimum of Ent on ‖a‖=𝛔 ≥ bound (min over T, 𝛔)", 0, log_tmax, adv_gap_min,
+           kSlack);
   // Reaching the bound is the optimizer's success, not the theorem's: an observation.
-  r.near("adversarial_reaches", "PGD minimum − bound (max over T, 𝛔) ≈ 0 (bound is tight)", 0, adv_gap_max, 1e-6, false);
+  r.near("adversarial_reaches", "PGD minimum − bound (max over T, 𝛔) ≈ 0 (bound is tight)", 0, adv_gap_max, 1e-6,
+         false);
   r.near("construction_attains", "extremal row: |Ent − bound| (max over T, 𝛔)", 0, constr_err, kSlack);
   r.near("construction_norm", "extremal row: |‖a*‖ − 𝛔|/𝛔", 0, constr_norm_err, kSlack);
 
@@ -324,15 +349,16 @@ void add_claims(Result& r, const Grid& g, const Measurements& m, const ScaleEffe
   const double layer_gap = layer.layer_gap, row_gap = layer.row_gap, probs_err = layer.probs_err;
   const double rise = e.rise, reparam_var = e.reparam_var, reparam_sig_var = e.reparam_sig_var;
   const double logT = std::log(static_cast<double>(g.Tl));
-  r.near("layer_probs", "layer probabilities = softmax(X M_h Xᵀ), M_h = W_q,hᵀW_k,h/√d_h (max abs diff)", 0,
-         probs_err, kSlack);
+  r.near("layer_probs", "layer probabilities = softmax(X M_h Xᵀ), M_h = W_q,hᵀW_k,h/√d_h (max abs diff)", 0, probs_err,
+         kSlack);
   r.within("layer_bound", "real layer: min over queries Ent(A_i) − bound(σσ_x) ≥ 0", 0, logT, layer_gap, kSlack);
   r.within("layer_row_bound", "real layer: min Ent(A_i) − bound(‖a_i‖) ≥ 0", 0, logT, row_gap, kSlack);
   // Logits t·z with t = s²: dEnt/dt = −t Var_A(z) ≤ 0 for every row.
   r.within("layer_plain_decreasing", "plain layer: mean Ent non-increasing in s (largest step up)", -logT, 0, rise,
            kSlack);
   // γ(sW)/(uᵀ(sW)v) = γW/(uᵀWv) exactly: only float64 rounding remains.
-  r.near("layer_reparam_entropy_const", "σReparam layer: mean Ent independent of s (max change)", 0, reparam_var, kSlack);
+  r.near("layer_reparam_entropy_const", "σReparam layer: mean Ent independent of s (max change)", 0, reparam_var,
+         kSlack);
   r.near("layer_reparam_sigma_const", "σReparam layer: σ(W_K W_Qᵀ) independent of s (max rel. change)", 0,
          reparam_sig_var, kSlack);
   const double s_max = g.scales.back();
@@ -351,12 +377,14 @@ void add_findings(Result& r, const Grid& g, const Measurements& m, const ScaleEf
   auto mean_sig = [&](bool reparam, double s) { return layer.mean_sig.at({reparam, s}); };
   auto mean_bar = [&](bool reparam, double s) { return layer.mean_bar.at({reparam, s}); };
   const double logT = std::log(static_cast<double>(Tl)), reparam_var = e.reparam_var;
+  r.findings.push_back(
+      fmt::format("Theorem 3.1 holds and is tight: over {} random rows the smallest Ent − bound is {:.2e}; PGD from {} "
+                  "starts reaches "
+                  "the bound to within {:.1e} (never below: min gap {:.1e}); the extremal row matches it to {:.1e}",
+                  n_rows, rand_gap, starts, adv_gap_max, adv_gap_min, constr_err));
   r.findings.push_back(fmt::format(
-      "Theorem 3.1 holds and is tight: over {} random rows the smallest Ent − bound is {:.2e}; PGD from {} starts reaches "
-      "the bound to within {:.1e} (never below: min gap {:.1e}); the extremal row matches it to {:.1e}",
-      n_rows, rand_gap, starts, adv_gap_max, adv_gap_min, constr_err));
-  r.findings.push_back(fmt::format(
-      "Real layer (d={}, {} heads, T={}, Gaussian X, Xavier init): at s=1, σ(W_K W_Qᵀ)/√d_h = {:.3f} and σ_x = ‖XXᵀ‖ ≈ {:.0f}, "
+      "Real layer (d={}, {} heads, T={}, Gaussian X, Xavier init): at s=1, σ(W_K W_Qᵀ)/√d_h = {:.3f} and σ_x = ‖XXᵀ‖ ≈ "
+      "{:.0f}, "
       "so 𝛔 = σσ_x ≈ {:.0f} and bound(𝛔) = {:.1e}, while the measured entropy is {:.3f} (log T = {:.3f}). With 𝛔 = "
       "σσ_x the bound is vacuous in a real layer: it is attained only by a row of norm σσ_x = ‖W‖‖X‖², while the "
       "measured rows have mean norm ‖a_i‖ = {:.2f}; at the rows' own norms the bound averages {:.3f}, still below the "
@@ -393,7 +421,10 @@ void add_plot(Result& r, const Grid& g, const Measurements& m) {
   nlohmann::json adv_series = nlohmann::json::array();
   for (auto& p : m.sweep.points) {
     adv_s += fmt::format("{} {:g} {:.12g} {:.12g} {:.12g}\n", p.T, p.sigma, p.adversarial, p.bound, p.construction);
-    adv_series.push_back({{"T", p.T}, {"sigma", p.sigma}, {"bound", p.bound}, {"adversarial_min", p.adversarial},
+    adv_series.push_back({{"T", p.T},
+                          {"sigma", p.sigma},
+                          {"bound", p.bound},
+                          {"adversarial_min", p.adversarial},
                           {"construction", p.construction}});
   }
   std::string bound_l;
@@ -408,11 +439,16 @@ void add_plot(Result& r, const Grid& g, const Measurements& m) {
                            p.bound, p.sigma);
   nlohmann::json layer = nlohmann::json::array();
   for (auto& p : m.layer.pts)
-    layer.push_back({{"reparam", p.reparam}, {"s", p.s}, {"sigma", p.sigma}, {"sigma_x", p.sigma_x},
-                     {"bar_sigma", p.bar_sigma}, {"entropy", p.entropy}, {"bound", p.bound}});
+    layer.push_back({{"reparam", p.reparam},
+                     {"s", p.s},
+                     {"sigma", p.sigma},
+                     {"sigma_x", p.sigma_x},
+                     {"bar_sigma", p.bar_sigma},
+                     {"entropy", p.entropy},
+                     {"bound", p.bound}});
   r.series = {{"grid", adv_series}, {"layer", layer}};
-  r.data_files = {{"bound.dat", bound_s},         {"random.dat", rand_s},     {"adversarial.dat", adv_s},
-                  {"layer_bound.dat", bound_l},   {"layer_rows.dat", rows_s}, {"layer_heads.dat", heads_s}};
+  r.data_files = {{"bound.dat", bound_s},       {"random.dat", rand_s},     {"adversarial.dat", adv_s},
+                  {"layer_bound.dat", bound_l}, {"layer_rows.dat", rows_s}, {"layer_heads.dat", heads_s}};
   r.plot = [Ts, Tl](const std::string& dir, const std::string& png) { return plot_script(dir, png, Ts, Tl); };
 }
 

@@ -10,9 +10,15 @@ Claim& Result::near(std::string id, std::string statement, double predicted, dou
   return claims.back();
 }
 
-Claim& Result::within(std::string id, std::string statement, double lo, double hi, double measured, double tol, bool theory) {
-  Claim c{std::move(id), std::move(statement), nlohmann::json::array({lo, hi}), measured, tol,
-          measured >= lo - tol && measured <= hi + tol, theory};
+Claim& Result::within(std::string id, std::string statement, double lo, double hi, double measured, double tol,
+                      bool theory) {
+  Claim c{std::move(id),
+          std::move(statement),
+          nlohmann::json::array({lo, hi}),
+          measured,
+          tol,
+          measured >= lo - tol && measured <= hi + tol,
+          theory};
   claims.push_back(std::move(c));
   return claims.back();
 }

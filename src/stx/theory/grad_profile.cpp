@@ -53,7 +53,8 @@ std::string ratio_text(const MeanSE& m) {
 }
 
 // An observation "measured > threshold" at 4 SEs (measured − 4·SE > threshold), or "<".
-void beyond(Result& r, const std::string& id, const std::string& stmt, bool greater, double threshold, const MeanSE& m) {
+void beyond(Result& r, const std::string& id, const std::string& stmt, bool greater, double threshold,
+            const MeanSE& m) {
   const bool holds = greater ? m.mean - 4 * m.se > threshold : m.mean + 4 * m.se < threshold;
   r.claims.push_back(Claim{id, stmt, fmt::format("{} {}", greater ? ">" : "<", threshold), m.mean,
                            fmt::format("4 SE = {:.3g}", 4 * m.se), holds, /*theory=*/false});
@@ -69,7 +70,7 @@ const char* const stack_name[2] = {"encoder", "decoder"};
 
 // ---- grid: model settings, the (a)(b) depth N6, the (c)(d) depth sweep, the corpus -------------
 struct Grid {
-  bool full = false;            // --full (quick mode skips σReparam in the depth sweep)
+  bool full = false;  // --full (quick mode skips σReparam in the depth sweep)
   Settings st{};
   int64_t N6 = 6;               // the (a)(b) model is N6-N6
   std::vector<int64_t> depths;  // the (c)(d) sweep
@@ -86,14 +87,14 @@ Grid make_grid(const Options& o) {
   grid.full = full, grid.seed = o.seed;
   // Quick: a small 64-wide model (2 cores); --full: the paper's d=512, d_F=1024, 4 heads, 10 seeds.
   // --full runs ≈ 30 min on 2 cores (5 schemes × 6-6 … 14-14 at d=512).
-  Settings st{o.d.value_or(full ? 512 : 64), 0, 4, o.seeds.value_or(full ? 10 : 6), 4, 8,
+  Settings st{o.d.value_or(full ? 512 : 64),    0, 4, o.seeds.value_or(full ? 10 : 6), 4, 8,
               o.tokens.value_or(full ? 32 : 24)};
   st.d_ff = o.d_ff.value_or(full ? 1024 : 2 * st.d);
   if (st.d % st.heads) st.heads = 1;
   grid.st = st;
   grid.N6 = o.layers.value_or(6);
-  grid.depths = o.depths ? *o.depths : (full ? std::vector<int64_t>{6, 8, 10, 12, 14}
-                                             : std::vector<int64_t>{6, 10, 14});
+  grid.depths =
+      o.depths ? *o.depths : (full ? std::vector<int64_t>{6, 8, 10, 12, 14} : std::vector<int64_t>{6, 10, 14});
   grid.bytes = read_byte_tokens(demo_text_path(), 1000, "grad-profile");
   if (2 * st.T + 1 > grid.bytes.size(0))
     throw InputError(fmt::format("grad-profile: --tokens {} needs 2·T+1 ≤ {} corpus bytes", st.T, grid.bytes.size(0)));
@@ -116,13 +117,22 @@ bool swept(const Grid& grid, const SchemeRow& c) {  // measured at every depth o
 
 nlohmann::json make_config(const Grid& grid) {
   const Settings& st = grid.st;
-  return {{"arch", "encoder-decoder"}, {"layers_ab", grid.N6}, {"depths_cd", grid.depths}, {"d", st.d},
-          {"d_ff", st.d_ff}, {"heads", st.heads}, {"seeds", st.S}, {"minibatches_K", st.K},
-          {"batch_sequences", st.B}, {"tokens_T", st.T}, {"vocab", 256},
+  return {{"arch", "encoder-decoder"},
+          {"layers_ab", grid.N6},
+          {"depths_cd", grid.depths},
+          {"d", st.d},
+          {"d_ff", st.d_ff},
+          {"heads", st.heads},
+          {"seeds", st.S},
+          {"minibatches_K", st.K},
+          {"batch_sequences", st.B},
+          {"tokens_T", st.T},
+          {"vocab", 256},
           {"data", "byte tokens of data/demo/moby-dick-ch1.txt: src = T bytes, tgt = the next T, BOS 0"},
           {"loss", "mean token cross-entropy, tied embedding, teacher forcing"},
-          {"init", "Xavier normal (q/k too), zero biases, LN γ=1 β=0, sinusoidal positions, √d embed scale; "
-                   "dropout off"},
+          {"init",
+           "Xavier normal (q/k too), zero biases, LN γ=1 β=0, sinusoidal positions, √d embed scale; "
+           "dropout off"},
           {"measure_1", "‖mean_k g_k‖_F (paper: average over mini-batches, then the norm)"},
           {"measure_2", "mean_k ‖g_k‖_F (mean of per-batch norms)"},
           {"sigma_reparam_grad", "gradient of the raw weight W (Ŵ = γW/σ, γ = σ(W₀))"},
@@ -149,7 +159,7 @@ Profiles measure(const Grid& grid) {
 struct LayerProfile {  // the N6-N6 model, per layer: measure (1) mean, SE; measure (2) mean, SE
   std::vector<double> m1, e1, m2, e2;
 };
-struct DepthCurve {  // the last layer per depth of the sweep (empty where the scheme is not swept)
+struct DepthCurve {              // the last layer per depth of the sweep (empty where the scheme is not swept)
   std::vector<double> m, e, m2;  // measure (1) mean, SE; measure (2) mean
   SlopeFit fit;                  // log-log slope vs N (≥ 2 depths)
 };
@@ -193,11 +203,15 @@ void add_claims(Result& r, const Grid& grid, const Profiles& prof, const Summary
   for (int s2 = 0; s2 < 2; ++s2) {  // (a)(b)
     const std::string sn = stack_name[s2];
     const std::string nn = std::to_string(N6) + "-" + std::to_string(N6);
-    beyond(r, "post_grows_" + sn, "Post-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) > 0 (paper: grows "
-           "with l), measure (1)", true, 0.0, log_top_bottom(prof[0][i6], s2));
+    beyond(r, "post_grows_" + sn,
+           "Post-LN " + sn + " " + nn +
+               ": ln(top/bottom layer gradient) > 0 (paper: grows "
+               "with l), measure (1)",
+           true, 0.0, log_top_bottom(prof[0][i6], s2));
     const auto pre = log_top_bottom(prof[1][i6], s2);
-    r.near("pre_flat_" + sn, "Pre-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) = 0 (paper: flat), measure (1)",
-           0.0, pre.mean, 4 * pre.se, false);
+    r.near("pre_flat_" + sn,
+           "Pre-LN " + sn + " " + nn + ": ln(top/bottom layer gradient) = 0 (paper: flat), measure (1)", 0.0, pre.mean,
+           4 * pre.se, false);
   }
   if (grid.depths.size() >= 3)  // (c)(d)
     for (int s2 = 0; s2 < 2; ++s2) {
@@ -221,10 +235,11 @@ void add_findings(Result& r, const Grid& grid, const Profiles& prof, const Summa
   for (size_t c = 0; c < cols.size(); ++c)
     for (int s2 = 0; s2 < 2; ++s2) {
       const auto& lp = sm.layers[c][s2];
-      r.findings.push_back(fmt::format("{} {} {}-{} per-layer ‖∂L/∂W^{{2,l}}‖, l = 1…{}: measure (1) {}; measure (2) "
-                                       "{}; (1) {}",
-                                       cols[c].title, stack_name[s2], N6, N6, N6, join_values(lp.m1),
-                                       join_values(lp.m2), ratio_text(log_top_bottom(prof[c][i6], s2))));
+      r.findings.push_back(
+          fmt::format("{} {} {}-{} per-layer ‖∂L/∂W^{{2,l}}‖, l = 1…{}: measure (1) {}; measure (2) "
+                      "{}; (1) {}",
+                      cols[c].title, stack_name[s2], N6, N6, N6, join_values(lp.m1), join_values(lp.m2),
+                      ratio_text(log_top_bottom(prof[c][i6], s2))));
     }
   {  // measure (1) against (2): how much averaging over mini-batches cancels
     std::string line = "Measure (1)/(2), mean over the layers of the 6-6 model:";
@@ -235,19 +250,22 @@ void add_findings(Result& r, const Grid& grid, const Profiles& prof, const Summa
           q += mean_se(prof[c][i6].avg[s2][l]).mean / mean_se(prof[c][i6].mean[s2][l]).mean / static_cast<double>(N6);
         line += fmt::format(" {} {} {:.3f};", cols[c].title, stack_name[s2], q);
       }
-    r.findings.push_back(line + fmt::format(" over K = {} mini-batches of {} sequences: at init the per-batch gradients "
-                                            "share a dominant batch-independent part, so the paper's measure and the "
-                                            "mean of per-batch norms nearly agree.", grid.st.K, grid.st.B));
+    r.findings.push_back(line +
+                         fmt::format(" over K = {} mini-batches of {} sequences: at init the per-batch gradients "
+                                     "share a dominant batch-independent part, so the paper's measure and the "
+                                     "mean of per-batch norms nearly agree.",
+                                     grid.st.K, grid.st.B));
   }
   // (c)(d): last layer's W² gradient against depth.
   for (size_t c = 0; c < cols.size(); ++c)
     for (int s2 = 0; s2 < 2; ++s2) {
       if (!swept(grid, cols[c])) continue;
       const auto& dc = sm.depth[c][s2];
-      r.findings.push_back(fmt::format("{} {} last-layer ‖∂L/∂W^{{2,N}}‖ for N-N, N = {}: measure (1) {}; (2) {}; "
-                                       "log-log slope vs N {:.3f} ± {:.3f}",
-                                       cols[c].title, stack_name[s2], fmt::join(depths, ","), join_values(dc.m),
-                                       join_values(dc.m2), dc.fit.slope, dc.fit.se));
+      r.findings.push_back(
+          fmt::format("{} {} last-layer ‖∂L/∂W^{{2,N}}‖ for N-N, N = {}: measure (1) {}; (2) {}; "
+                      "log-log slope vs N {:.3f} ± {:.3f}",
+                      cols[c].title, stack_name[s2], fmt::join(depths, ","), join_values(dc.m), join_values(dc.m2),
+                      dc.fit.slope, dc.fit.se));
     }
   // Deepest model's per-layer profile (an earlier quick simulation: Post-LN grows toward the top at 12).
   for (size_t c : {size_t{0}, size_t{1}})
@@ -270,18 +288,20 @@ void add_findings(Result& r, const Grid& grid, const Profiles& prof, const Summa
       return f.slope < 0 ? "decreasing, not significant at 4 SE" : "not decreasing (paper: decreasing)";
     };
     if (depths.size() >= 2)
-      line += fmt::format(" Last layer vs N (log-log slopes): Post-LN {:.3f} ± {:.3f} encoder ({}), {:.3f} ± {:.3f} "
-                          "decoder ({}); Pre-LN {:.3f} ± {:.3f} encoder ({}), {:.3f} ± {:.3f} decoder ({}).",
-                          fit[0][0].slope, fit[0][0].se, verdict(fit[0][0], true), fit[0][1].slope, fit[0][1].se,
-                          verdict(fit[0][1], true), fit[1][0].slope, fit[1][0].se, verdict(fit[1][0], false),
-                          fit[1][1].slope, fit[1][1].se, verdict(fit[1][1], false));
+      line += fmt::format(
+          " Last layer vs N (log-log slopes): Post-LN {:.3f} ± {:.3f} encoder ({}), {:.3f} ± {:.3f} "
+          "decoder ({}); Pre-LN {:.3f} ± {:.3f} encoder ({}), {:.3f} ± {:.3f} decoder ({}).",
+          fit[0][0].slope, fit[0][0].se, verdict(fit[0][0], true), fit[0][1].slope, fit[0][1].se,
+          verdict(fit[0][1], true), fit[1][0].slope, fit[1][0].se, verdict(fit[1][0], false), fit[1][1].slope,
+          fit[1][1].se, verdict(fit[1][1], false));
     r.findings.push_back(line);
   }
   r.findings.push_back(fmt::format(
       "Paper: Post-LN last-layer gradient 'around 1.6' (IWSLT14, d=512, real vocabulary); here Post-LN {} / {} "
       "(encoder / decoder, {}-{}, measure (1)) — the level depends on d, the vocabulary and the batch, only the depth "
-      "trend is comparable.", fmt::format("{:.3f}", sm.depth[0][0].m.front()),
-      fmt::format("{:.3f}", sm.depth[0][1].m.front()), depths.front(), depths.front()));
+      "trend is comparable.",
+      fmt::format("{:.3f}", sm.depth[0][0].m.front()), fmt::format("{:.3f}", sm.depth[0][1].m.front()), depths.front(),
+      depths.front()));
 }
 
 // ---- series, data and figure -------------------------------------------------------------------
@@ -292,13 +312,13 @@ void add_plot(Result& r, const Grid& grid, const Summary& sm) {
   for (size_t c = 0; c < cols.size(); ++c)
     for (int s2 = 0; s2 < 2; ++s2) {
       const auto& lp = sm.layers[c][s2];
-      r.series["per_layer"][cols[c].key][stack_name[s2]] = {{"avg_then_norm", lp.m1}, {"avg_then_norm_se", lp.e1},
-                                                             {"mean_of_norms", lp.m2}, {"mean_of_norms_se", lp.e2}};
+      r.series["per_layer"][cols[c].key][stack_name[s2]] = {
+          {"avg_then_norm", lp.m1}, {"avg_then_norm_se", lp.e1}, {"mean_of_norms", lp.m2}, {"mean_of_norms_se", lp.e2}};
       if (!swept(grid, cols[c])) continue;
       const auto& dc = sm.depth[c][s2];
-      r.series["last_layer"][cols[c].key][stack_name[s2]] = {{"N", grid.depths}, {"avg_then_norm", dc.m},
-                                                              {"avg_then_norm_se", dc.e}, {"mean_of_norms", dc.m2},
-                                                              {"slope_N", dc.fit.slope}, {"slope_N_se", dc.fit.se}};
+      r.series["last_layer"][cols[c].key][stack_name[s2]] = {{"N", grid.depths},         {"avg_then_norm", dc.m},
+                                                             {"avg_then_norm_se", dc.e}, {"mean_of_norms", dc.m2},
+                                                             {"slope_N", dc.fit.slope},  {"slope_N_se", dc.fit.se}};
     }
   for (size_t c : {size_t{0}, size_t{1}})
     for (int s2 = 0; s2 < 2; ++s2) r.series["deepest_per_layer"][cols[c].key][stack_name[s2]] = sm.deepest[c][s2];
@@ -306,7 +326,8 @@ void add_plot(Result& r, const Grid& grid, const Summary& sm) {
     std::ostringstream t, u;
     t << "# layer";
     u << "# N";
-    for (auto& c : cols) t << " " << c.key << "_m1 " << c.key << "_se1 " << c.key << "_m2", u << " " << c.key << " " << c.key << "_se";
+    for (auto& c : cols)
+      t << " " << c.key << "_m1 " << c.key << "_se1 " << c.key << "_m2", u << " " << c.key << " " << c.key << "_se";
     t << "\n";
     u << "\n";
     for (int64_t l = 0; l < N6; ++l) {
@@ -350,7 +371,8 @@ void add_plot(Result& r, const Grid& grid, const Summary& sm) {
     for (int s2 = 0; s2 < 2; ++s2) {
       const std::string sn = s2 ? "decoder" : "encoder";
       g << "set title '(" << (s2 ? "d" : "c") << ") " << sn << " last layer vs depth N-N'\n";
-      g << "set style data linespoints\nset logscale x\nset xlabel 'layers N (N-N model)'\nset ylabel '‖∂L/∂W^{2,N}‖_F'\n"
+      g << "set style data linespoints\nset logscale x\nset xlabel 'layers N (N-N model)'\nset ylabel "
+           "'‖∂L/∂W^{2,N}‖_F'\n"
         << "set xtics (" << fmt::format("{}", fmt::join(depths, ",")) << ")\nset xrange [" << depths.front() * 0.9
         << ":" << depths.back() * 1.1 << "]\n";
       g << "plot ";

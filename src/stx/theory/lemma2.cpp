@@ -150,12 +150,12 @@ std::vector<SeedTaps> measure(const Grid& g, uint64_t base_seed) {
 
 // ---- statistics over the seeds -----------------------------------------------------------------
 struct Stats {
-  double c = 0;          // E‖FFN(u)‖²/d
-  bool paper = false;    // the lemma assumes d_F = d; otherwise its numbers are probes
-  int64_t K = 0;         // theory claims
+  double c = 0;        // E‖FFN(u)‖²/d
+  bool paper = false;  // the lemma assumes d_F = d; otherwise its numbers are probes
+  int64_t K = 0;       // theory claims
   double alpha = 0, z = 0;
   std::vector<MeanSE> post, pre, pre_in, abar, step;  // per layer l = 1..L (index l − 1)
-  MeanSE pooled;         // per-seed mean over layers of post5
+  MeanSE pooled;                                      // per-seed mean over layers of post5
 };
 
 template <class Get>
@@ -169,8 +169,8 @@ Stats summarize(const Grid& g, const std::vector<SeedTaps>& seeds) {
   const int64_t d = g.d, L = g.L, d_ff = g.d_ff, S = g.S;
   Stats st;
   st.c = 2.0 * d * d * d_ff / std::pow(static_cast<double>(d + d_ff), 2) / d;  // E‖FFN(u)‖²/d
-  st.paper = d_ff == d;                       // the lemma assumes d_F = d; otherwise its numbers are probes
-  st.K = st.paper ? 3 * L + 1 : 2 * L;        // theory claims below
+  st.paper = d_ff == d;                 // the lemma assumes d_F = d; otherwise its numbers are probes
+  st.K = st.paper ? 3 * L + 1 : 2 * L;  // theory claims below
   st.alpha = 0.01 / static_cast<double>(st.K);
   st.z = student_t_quantile(st.alpha, static_cast<double>(S - 1));
   st.post.resize(L), st.pre.resize(L), st.pre_in.resize(L), st.abar.resize(L), st.step.resize(L);
@@ -260,13 +260,14 @@ void add_findings(Result& r, const Grid& g, const Stats& st) {
     std::ostringstream os;
     for (int64_t l = 0; l < L; ++l) os << (l ? ", " : "") << fmt::format("{:.2f}", pre[l].mean);
     r.findings.push_back(fmt::format(
-        "Pre-LN: E‖x_(l+1)‖²/d for l=1..{} = {} (an earlier measurement at d=512, n=32: 1.53, 2.17, 2.95, 3.83 …). The paper's "
-        "bound indexes x^pre_l, but it holds for x_(l+1), the output of layer l; read literally (x_l = input of layer l) it "
+        "Pre-LN: E‖x_(l+1)‖²/d for l=1..{} = {} (an earlier measurement at d=512, n=32: 1.53, 2.17, 2.95, 3.83 …). The "
+        "paper's "
+        "bound indexes x^pre_l, but it holds for x_(l+1), the output of layer l; read literally (x_l = input of layer "
+        "l) it "
         "fails at l=1: E‖x_1‖²/d = {:.3f} < 1.5{}. At l=1 the exact expectation is 1 + 1/n + {:.4g} = {:.4f}, only "
         "1/n above the lower bound 1 + l/2 when d_F = d; measured {:.4f} ± {:.4f} (SE).",
-        L, os.str(), pre_in[0].mean,
-        L >= 2 ? fmt::format(", and at l=2: {:.3f} vs 2", pre_in[1].mean) : std::string(), c,
-        1 + 1.0 / static_cast<double>(n) + c, pre[0].mean, pre[0].se));
+        L, os.str(), pre_in[0].mean, L >= 2 ? fmt::format(", and at l=2: {:.3f} vs 2", pre_in[1].mean) : std::string(),
+        c, 1 + 1.0 / static_cast<double>(n) + c, pre[0].mean, pre[0].se));
   }
   r.findings.push_back(fmt::format(
       "Pre-LN growth per layer = E‖ā_l‖²/d + {:.4f} exactly (proof step, checked per layer): the attention term "

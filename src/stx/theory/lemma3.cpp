@@ -174,8 +174,8 @@ void add_claims(Result& r, const Grid& grid, const Measurements& m, const PaperC
 
   // Observations: the paper's √d/‖x‖ against the true LN norm (ε = 0).
   {
-    auto& c = r.near("paper_zero_mean", "LN, zero-mean inputs: ‖J‖₂·‖x‖/√d = 1 (paper, worst)", 1.0, pc.zero_worst,
-                     0.1, false);
+    auto& c = r.near("paper_zero_mean", "LN, zero-mean inputs: ‖J‖₂·‖x‖/√d = 1 (paper, worst)", 1.0, pc.zero_worst, 0.1,
+                     false);
     c.tolerance = "0.1 (chosen)";
   }
   {
@@ -205,7 +205,8 @@ void add_findings(Result& r, const Grid& grid, const Measurements& m, const Pape
       d, m.n_inputs, worst));
   r.findings.push_back(fmt::format(
       "The paper's step √d/‖x − x̄‖ = O(√d/‖x‖) needs a small mean: at d={} with x ~ N(3, I) the true ‖J_LN‖₂ is {:.3f} "
-      "(mean of {} draws; ≈ 1/σ = 1 up to the χ spread of ‖x − x̄‖) but √d/‖x‖ = {:.3f} (×{:.2f}; an earlier measurement, one draw "
+      "(mean of {} draws; ≈ 1/σ = 1 up to the χ spread of ‖x − x̄‖) but √d/‖x‖ = {:.3f} (×{:.2f}; an earlier "
+      "measurement, one draw "
       "at d=64: 1.057 vs 0.317); at mean 100 the ratio is ×{:.1f}: ‖x‖/‖x − x̄‖ ≈ sqrt(1 + mean²/σ²) is unbounded. "
       "LayerNorm's Jacobian ignores the mean, so √d/‖x‖ is only a lower bound (min true/paper over all inputs {:.4f}); "
       "for zero-mean Gaussians it is close (worst ratio {:.4f}, i.e. sqrt(1 + O(1/d))).",

@@ -21,7 +21,7 @@ namespace stx::theory {
 namespace {
 
 constexpr double kEps32 = 1.1920928955078125e-07;  // float32 machine epsilon 2⁻²³
-constexpr int kIters = 100;                         // the article's power-iteration steps
+constexpr int kIters = 100;                        // the article's power-iteration steps
 
 // The article's attn_entropy: row softmax, −Σ A log clamp(A, 1e-12), mean over rows (float32).
 double toy_entropy(const torch::Tensor& logits) {
@@ -63,7 +63,8 @@ const double kPrintedSigR = 0.684, kPrintedEntR = 2.7349;
 
 std::string plot_script(const std::string& dir, const std::string& png, double logT) {
   std::ostringstream g;
-  g << gnuplot_preamble(png, 1200, 520) << "set multiplot layout 1,2 title 'σReparam article toy: scaling W_Q, W_K by s'\n"
+  g << gnuplot_preamble(png, 1200, 520)
+    << "set multiplot layout 1,2 title 'σReparam article toy: scaling W_Q, W_K by s'\n"
     << "set key inside center right box opaque\nset xlabel 'weight scale s'\nset ylabel 'attention entropy Ent(A)'\n"
     << "set yrange [0:" << logT * 1.1 << "]\nset xrange [0.9:6.3]\nset xtics (1, 1.5, 2, 3, 4, 6)\n"
     << "plot '" << dir << "/toy.dat' u 1:3 w lp pt 7 lw 2 t 'plain W', '' u 1:5 w lp pt 5 lw 2 t 'σReparam W/σ(W)', "
@@ -173,8 +174,8 @@ void add_claims(Result& r, const Grid& g, const Measurements& m) {
              tol(kPrintedEntP[i], 1e-4));
       r.near(fmt::format("table_s{:g}_reparam_sigma", w.s), s + "σReparam σ (article table)", kPrintedSigR, w.sig_r,
              tol(kPrintedSigR, 1e-3));
-      r.near(fmt::format("table_s{:g}_reparam_entropy", w.s), s + "σReparam Ent (article table)", kPrintedEntR,
-             w.ent_r, tol(kPrintedEntR, 1e-4));
+      r.near(fmt::format("table_s{:g}_reparam_entropy", w.s), s + "σReparam Ent (article table)", kPrintedEntR, w.ent_r,
+             tol(kPrintedEntR, 1e-4));
     }
   }
   // Power-iteration convergence (any seed): after k steps the Rayleigh estimate's relative error is
@@ -215,15 +216,17 @@ void add_findings(Result& r, const Grid& g, const Measurements& m) {
         const double edge = kPrintedSigP[i] + (w.sig_p > kPrintedSigP[i] ? 0.0005 : -0.0005);
         edge_notes.push_back(fmt::format(
             "s={:g}: the article prints plain σ = {:.3f}; stx computes {:.7f} in float32 (exact float64 SVD: {:.7f}), "
-            "which prints {:.3f}. The value sits {:.1e} from the rounding boundary {:.4f}: the article's float32 result "
-            "landed on the other side of it — float32 summation order on another CPU/BLAS, within the claim's allowance",
+            "which prints {:.3f}. The value sits {:.1e} from the rounding boundary {:.4f}: the article's float32 "
+            "result "
+            "landed on the other side of it — float32 summation order on another CPU/BLAS, within the claim's "
+            "allowance",
             w.s, kPrintedSigP[i], w.sig_p, w.svd_p, w.sig_p, std::abs(edge - w.sig_p), edge));
       }
     }
   r.findings.push_back(fmt::format("T={},  log(T)={:.4f}  (entropy of uniform attention); torch.manual_seed({})", g.T,
                                    logT, g.torch_seed));
-  r.findings.push_back(fmt::format("{:>4} | {:>12} {:>7} | {:>15} {:>7}", "s", "plain: sigma", "Ent", "sReparam: sigma",
-                                   "Ent"));
+  r.findings.push_back(
+      fmt::format("{:>4} | {:>12} {:>7} | {:>15} {:>7}", "s", "plain: sigma", "Ent", "sReparam: sigma", "Ent"));
   for (auto& w : rows)
     r.findings.push_back(
         fmt::format("{:>4.1f} | {:>12.3f} {:>7.4f} | {:>15.3f} {:>7.4f}", w.s, w.sig_p, w.ent_p, w.sig_r, w.ent_r));
@@ -248,8 +251,12 @@ void add_plot(Result& r, const Grid& g, const Measurements& m) {
                            {"exact_plain_sigma", nlohmann::json::array()}};
   for (auto& w : m.rows) {
     dat << fmt::format("{:g} {:.9g} {:.9g} {:.9g} {:.9g} {:.12g}\n", w.s, w.sig_p, w.ent_p, w.sig_r, w.ent_r, w.svd_p);
-    for (auto [k, v] : {std::pair<const char*, double>{"s", w.s}, {"plain_sigma", w.sig_p}, {"plain_entropy", w.ent_p},
-                        {"reparam_sigma", w.sig_r}, {"reparam_entropy", w.ent_r}, {"exact_plain_sigma", w.svd_p}})
+    for (auto [k, v] : {std::pair<const char*, double>{"s", w.s},
+                        {"plain_sigma", w.sig_p},
+                        {"plain_entropy", w.ent_p},
+                        {"reparam_sigma", w.sig_r},
+                        {"reparam_entropy", w.ent_r},
+                        {"exact_plain_sigma", w.svd_p}})
       series[k].push_back(v);
   }
   series["log_T"] = logT;

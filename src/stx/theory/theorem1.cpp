@@ -95,10 +95,12 @@ nlohmann::json make_config(const Grid& gr) {
           {"seeds", gr.S},
           {"sequences_per_seed", gr.B},
           {"vocab", gr.vocab},
-          {"vocab_note", "tied softmax over V=2048 ids for every d (V independent of d, V ≫ n); E rows ~ "
-                         "N(0, I/d), so logits are O(1) and ‖∂L/∂x_{L+1}‖ = O(1) as the proof assumes"},
-          {"setting", "Xavier normal, no biases, LN γ=1 β=0 ε=1e-6, W^Q=W^K=0, ReLU, Gaussian x_1 ~ N(0,I), "
-                      "random targets; encoder only, float32"},
+          {"vocab_note",
+           "tied softmax over V=2048 ids for every d (V independent of d, V ≫ n); E rows ~ "
+           "N(0, I/d), so logits are O(1) and ‖∂L/∂x_{L+1}‖ = O(1) as the proof assumes"},
+          {"setting",
+           "Xavier normal, no biases, LN γ=1 β=0 ε=1e-6, W^Q=W^K=0, ReLU, Gaussian x_1 ~ N(0,I), "
+           "random targets; encoder only, float32"},
           {"measure", "‖∂L̃/∂W^{2,L}‖_F of the top layer's ffn.fc2.weight (raw parameter), L̃ one sequence"},
           {"base_seed", gr.seed}};
 }
@@ -200,16 +202,17 @@ void add_claims(Result& r, const Grid& gr, const Fits& fits) {
       // DeepNorm (not in the theorem): x^{post,5} = α x + FFN with ‖·‖ ≈ α√d, so ‖J_LN‖ ≈ 1/α, and
       // the ReLU features carry W¹'s gain β: ‖grad‖ ∝ β/α = (8L)^{−1/4}(2L)^{−1/4} ∝ L^{−1/2}.
       auto& fd = fitL[2][id];
-      r.near("deepnorm_slope_L_d" + dn, "DeepNorm d=" + dn + ": slope vs L = −1/2 (β/α ∝ L^{−1/2}; derived here, not a paper claim)",
-             -0.5, fd.slope, 4 * fd.se, /*theory=*/false);
+      r.near("deepnorm_slope_L_d" + dn,
+             "DeepNorm d=" + dn + ": slope vs L = −1/2 (β/α ∝ L^{−1/2}; derived here, not a paper claim)", -0.5,
+             fd.slope, 4 * fd.se, /*theory=*/false);
     }
   }
   // Small-vocabulary probe (observation).
   if (Ls.size() >= 3) {
     const auto& f = fits.small_vocab;
-    r.near("post_slope_L_small_vocab", fmt::format("Post-LN d={} with a small vocabulary V={}: slope vs L = 0", ds[0],
-                                                    gr.small_vocab),
-           0.0, f.slope, 4 * f.se, /*theory=*/false);
+    r.near("post_slope_L_small_vocab",
+           fmt::format("Post-LN d={} with a small vocabulary V={}: slope vs L = 0", ds[0], gr.small_vocab), 0.0,
+           f.slope, 4 * f.se, /*theory=*/false);
   }
   // Slopes against d (observations: the theorem's bounds are upper bounds).
   if (ds.size() >= 3) {
@@ -236,7 +239,8 @@ void add_findings(Result& r, const Grid& gr, const Measurements& ms, const Fits&
     const auto& f = fits.small_vocab;
     const auto& m = fits.small_vocab_mean;
     r.findings.push_back(fmt::format(
-        "Post-LN d={}, V={}: ‖∂L̃/∂W^{{2,L}}‖_F = {:.3f} for L = {} (slope {:.3f} ± {:.3f}). Why it can rise: with few classes "
+        "Post-LN d={}, V={}: ‖∂L̃/∂W^{{2,L}}‖_F = {:.3f} for L = {} (slope {:.3f} ± {:.3f}). Why it can rise: with few "
+        "classes "
         "the tokens, aligned by the uniform attention, share one softmax p and the p·E part of ∂L/∂x adds coherently, "
         "which raises the norm until the tokens have collapsed, by at most √(1 + n·e/V) ≈ {:.2f}. The theorem's "
         "bound is L-independent and still holds; only the flatness of the measured norm needs V ≫ n (main runs: "
@@ -262,12 +266,13 @@ void add_findings(Result& r, const Grid& gr, const Measurements& ms, const Fits&
       for (size_t iL = 0; iL < Ls.size(); ++iL)
         vals += (iL ? ", " : "") + fmt::format("{:.3f}", grid[c][id][iL].grad.mean);
       const auto& f = fitL[c][id];
-      std::string line = fmt::format("{} d={}: ‖∂L̃/∂W^{{2,L}}‖_F = {} for L = {}", cols[c].title, ds[id], vals,
-                                     fmt::join(Ls, ","));
+      std::string line =
+          fmt::format("{} d={}: ‖∂L̃/∂W^{{2,L}}‖_F = {} for L = {}", cols[c].title, ds[id], vals, fmt::join(Ls, ","));
       if (Ls.size() >= 2) line += fmt::format("; slope vs L {:.3f} ± {:.3f} (SE)", f.slope, f.se);
       if (c < 2) {  // token correlation at the loss: uniform attention adds one shared vector to all tokens
         std::string cv;
-        for (size_t iL = 0; iL < Ls.size(); ++iL) cv += (iL ? ", " : "") + fmt::format("{:.2f}", grid[c][id][iL].cos.mean);
+        for (size_t iL = 0; iL < Ls.size(); ++iL)
+          cv += (iL ? ", " : "") + fmt::format("{:.2f}", grid[c][id][iL].cos.mean);
         line += "; mean cos between tokens at the last LN input " + cv;
       }
       if (c == 1) {
@@ -280,7 +285,8 @@ void add_findings(Result& r, const Grid& gr, const Measurements& ms, const Fits&
         line += "; ‖x_{L+1}‖²/d = " + z + " (Lemma 2: between 1+L/2 and 1+3L/2)";
         // The proof's mechanism: ‖J_LN(x_{L+1})‖ = √d/‖x_{L+1} − mean‖, so ‖grad‖ ∝ (‖x_{L+1}‖²/d)^{−1/2}.
         if (Ls.size() >= 2)
-          line += fmt::format("; (‖x_{{L+1}}‖²/d)^(−1/2) alone would give slope {:.3f}", loglog_slope(xL, a, zero).slope);
+          line +=
+              fmt::format("; (‖x_{{L+1}}‖²/d)^(−1/2) alone would give slope {:.3f}", loglog_slope(xL, a, zero).slope);
       }
       r.findings.push_back(line);
     }
@@ -294,7 +300,8 @@ void add_findings(Result& r, const Grid& gr, const Measurements& ms, const Fits&
       "inequality to B − Y with B = (1+ε)E‖·‖², a bound that holds only with probability 1−δ, so B − Y ≥ 0 is not "
       "almost sure and subtracting δ(ε) does not justify it; the measured norms are unaffected, but the theorem's "
       "probability 0.99 − δ − ε/(0.9+ε) is not proved as stated.");
-  // An earlier measurement outside stx (d=512, n=32, 20 seeds): Post-LN ≈ 2.37 flat, Pre-LN 1.20 1.02 0.87 0.81 0.72 at L=6..14.
+  // An earlier measurement outside stx (d=512, n=32, 20 seeds): Post-LN ≈ 2.37 flat, Pre-LN 1.20 1.02 0.87 0.81 0.72 at
+  // L=6..14.
   const std::vector<std::pair<int64_t, double>> ref_pre{{6, 1.20}, {8, 1.02}, {10, 0.87}, {12, 0.81}, {14, 0.72}};
   for (size_t id = 0; id < ds.size(); ++id) {
     if (ds[id] != 512 || n != 32 || gr.d_ff) continue;
@@ -305,7 +312,9 @@ void add_findings(Result& r, const Grid& gr, const Measurements& ms, const Fits&
           post += fmt::format(" L={}: {:.3f} (ref 2.37);", L, grid[0][id][iL].grad.mean);
           pre += fmt::format(" L={}: {:.3f} (ref {:.2f});", L, grid[1][id][iL].grad.mean, v);
         }
-    if (!post.empty()) r.findings.push_back("Cross-check with an earlier measurement outside stx at d=512, n=32: Post-LN" + post + " Pre-LN" + pre);
+    if (!post.empty())
+      r.findings.push_back("Cross-check with an earlier measurement outside stx at d=512, n=32: Post-LN" + post +
+                           " Pre-LN" + pre);
   }
 }
 
@@ -324,21 +333,24 @@ void add_series(Result& r, const Grid& gr, const Measurements& ms, const Fits& f
       for (auto& p : pts)
         mean.push_back(p.grad.mean), se.push_back(p.grad.se), lnsq.push_back(p.ln_sq.mean), cosv.push_back(p.cos.mean);
       const auto& f = fits.L[c][id];
-      ser[cols[c].key]["d" + std::to_string(ds[id])] = {{"L", Ls}, {"grad_mean", mean}, {"grad_se", se},
-                                                         {"ln_input_sq_over_d", lnsq}, {"token_cos", cosv},
-                                                         {"slope_L", f.slope},
-                                                         {"slope_L_se", f.se}, {"intercept", f.intercept}};
+      ser[cols[c].key]["d" + std::to_string(ds[id])] = {
+          {"L", Ls},           {"grad_mean", mean},  {"grad_se", se},      {"ln_input_sq_over_d", lnsq},
+          {"token_cos", cosv}, {"slope_L", f.slope}, {"slope_L_se", f.se}, {"intercept", f.intercept}};
     }
   if (Ls.size() >= 3) {
     const auto& f = fits.small_vocab;
-    ser["post_small_vocab"] = {{"d", ds[0]}, {"vocab", gr.small_vocab}, {"L", Ls},
-                               {"grad_mean", fits.small_vocab_mean}, {"slope_L", f.slope}, {"slope_L_se", f.se}};
+    ser["post_small_vocab"] = {
+        {"d", ds[0]},         {"vocab", gr.small_vocab}, {"L", Ls}, {"grad_mean", fits.small_vocab_mean},
+        {"slope_L", f.slope}, {"slope_L_se", f.se}};
   }
   if (ds.size() >= 3) {
     const size_t iL = Ls.size() - 1;
     for (size_t c = 0; c < 2; ++c) {
       const auto& f = fits.d[c];
-      ser[cols[c].key]["slope_d"] = {{"L", Ls[iL]}, {"slope", f.slope}, {"se", f.se}, {"intercept", f.intercept},
+      ser[cols[c].key]["slope_d"] = {{"L", Ls[iL]},
+                                     {"slope", f.slope},
+                                     {"se", f.se},
+                                     {"intercept", f.intercept},
                                      {"bound_local_slope", fits.bound_slope}};
     }
   }
@@ -384,7 +396,8 @@ void add_plot(Result& r, const Grid& gr, const Measurements& ms, const Fits& fs)
         g << (c ? ", " : "") << "'" << file << "' using 1:" << 2 + 2 * c << ":" << 3 + 2 * c << " with yerrorbars "
           << points[c] << " lc rgb '" << cols[c].color << "' notitle";
         g << ", exp(" << f.intercept << ")*x**(" << f.slope << ") with lines lc rgb '" << cols[c].color << "' dt "
-          << (c == 3 ? 3 : 1) << " title '" << cols[c].title << fmt::format(": slope {:.3f} ± {:.3f}", f.slope, f.se) << "'";
+          << (c == 3 ? 3 : 1) << " title '" << cols[c].title << fmt::format(": slope {:.3f} ± {:.3f}", f.slope, f.se)
+          << "'";
       }
       g << "\n";
     }

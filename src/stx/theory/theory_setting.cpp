@@ -71,9 +71,9 @@ TheoryBatch gaussian_batch(int64_t B, int64_t n, int64_t d, int64_t vocab, uint6
 
 torch::Tensor sequence_losses(Transformer& model, const TheoryBatch& batch, Taps* taps) {
   auto h = model->encoder->run_layers(batch.x, {}, {}, {}, taps);  // x_{L+1} (Pre: after the final LN)
-  auto logp = torch::log_softmax(model->project(h), -1);             // log softmax(x Eᵀ)
-  auto nll = -logp.gather(-1, batch.y.unsqueeze(-1)).squeeze(-1);    // [B, n]
-  return nll.mean(1);                                                 // L̃_b = (1/n) Σ_i L_i
+  auto logp = torch::log_softmax(model->project(h), -1);           // log softmax(x Eᵀ)
+  auto nll = -logp.gather(-1, batch.y.unsqueeze(-1)).squeeze(-1);  // [B, n]
+  return nll.mean(1);                                              // L̃_b = (1/n) Σ_i L_i
 }
 
 W2Grads w2_grads_per_sequence(Transformer& model, const TheoryBatch& batch, int64_t layer) {
@@ -100,14 +100,14 @@ W2Grads w2_grads_per_sequence(Transformer& model, const TheoryBatch& batch, int6
   torch::NoGradGuard no_grad;
   auto& ffn = enc->layers[layer]->ffn;
   auto hid = torch::relu(ffn->fc1->forward(vals.at(in_name).detach()));  // [B, n, d_F]
-  auto G = torch::einsum("bnp,bnq->bpq", {g, hid});                        // ∂L̃_b/∂Ŵ, Ŵ: [d, d_F]
+  auto G = torch::einsum("bnp,bnq->bpq", {g, hid});                      // ∂L̃_b/∂Ŵ, Ŵ: [d, d_F]
   auto& fc2 = ffn->fc2;
   if (fc2->reparam()) {
     auto W = fc2->weight;
     auto sigma = fc2->sigma();
     auto gamma = fc2->gamma.squeeze();
-    auto uv = torch::outer(fc2->u, fc2->v);                                 // ∂σ/∂W = u vᵀ
-    auto inner = (G * W.unsqueeze(0)).sum({1, 2}, /*keepdim=*/true);       // ⟨∂L/∂Ŵ, W⟩
+    auto uv = torch::outer(fc2->u, fc2->v);                           // ∂σ/∂W = u vᵀ
+    auto inner = (G * W.unsqueeze(0)).sum({1, 2}, /*keepdim=*/true);  // ⟨∂L/∂Ŵ, W⟩
     G = (gamma / sigma) * (G - inner / sigma * uv.unsqueeze(0));
   }
   r.grad = G;

@@ -21,8 +21,8 @@ namespace stx::theory {
 
 struct TheorySpec {
   int64_t d = 128;
-  int64_t d_ff = 128;          // the theorem's proof takes d_F = d
-  int64_t layers = 6;          // L encoder layers
+  int64_t d_ff = 128;  // the theorem's proof takes d_F = d
+  int64_t layers = 6;  // L encoder layers
   Scheme scheme = Scheme::Post;
   bool sigma_reparam = false;  // σReparam on every linear (γ = σ(W₀): Ŵ = W₀ at init; γ_Q = γ_K = 0)
   int64_t vocab = 256;         // V of the tied softmax; independent of d (see theorem1 config)

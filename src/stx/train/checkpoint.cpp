@@ -8,9 +8,9 @@
 #include <mutex>
 #include <set>
 
+#include "stx/config/config_io.h"
 #include "stx/core/error.h"
 #include "stx/core/run_dir.h"
-#include "stx/config/config_io.h"
 #include "stx/io/model_io.h"
 #include "stx/io/safetensors.h"
 
@@ -43,10 +43,12 @@ void save_checkpoint(const std::string& path, TransformerImpl& model, const Opti
     std::lock_guard<std::mutex> lock(gen.mutex());
     out.emplace_back(kRngName, gen.get_state());
   }
-  for (size_t r = 0; r < rank_rngs.size(); ++r) out.emplace_back("rng.rank" + std::to_string(r + 1), rank_rngs[r].to(torch::kCPU));
-  save_safetensors(path, out,
-                   {{kFormatKey, kCheckpointFormat}, {kConfigKey, config_to_json(cfg).dump()}, {kTrainKey, train_state.dump()}},
-                   Checksums::On);
+  for (size_t r = 0; r < rank_rngs.size(); ++r)
+    out.emplace_back("rng.rank" + std::to_string(r + 1), rank_rngs[r].to(torch::kCPU));
+  save_safetensors(
+      path, out,
+      {{kFormatKey, kCheckpointFormat}, {kConfigKey, config_to_json(cfg).dump()}, {kTrainKey, train_state.dump()}},
+      Checksums::On);
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
@@ -69,7 +71,8 @@ Checkpoint read_checkpoint(const std::string& path) {
     throw InputError(msg.rfind(path + ":", 0) == 0 ? msg : path + ": " + msg);
   }
   ck.train_state = parse_json(path, kTrainKey, meta(kTrainKey));
-  if (!ck.train_state.is_object()) throw InputError(path + ": metadata '" + std::string(kTrainKey) + "' is not a JSON object");
+  if (!ck.train_state.is_object())
+    throw InputError(path + ": metadata '" + std::string(kTrainKey) + "' is not a JSON object");
   for (auto& [name, t] : file.tensors) {
     if (name.rfind("model.", 0) == 0) ck.model.emplace_back(name.substr(6), t);
     else if (name.rfind("optim.", 0) == 0) ck.optimizer.emplace_back(name, t);
@@ -80,7 +83,8 @@ Checkpoint read_checkpoint(const std::string& path) {
       if (ck.rank_rngs.size() < r) ck.rank_rngs.resize(r);
       ck.rank_rngs[r - 1] = t;
     } else
-      throw InputError(path + ": unexpected tensor '" + name + "' (a checkpoint holds model.*, optim.*, rng.torch and rng.rank<r>)");
+      throw InputError(path + ": unexpected tensor '" + name +
+                       "' (a checkpoint holds model.*, optim.*, rng.torch and rng.rank<r>)");
   }
   for (size_t r = 0; r < ck.rank_rngs.size(); ++r)
     if (!ck.rank_rngs[r].defined() || ck.rank_rngs[r].scalar_type() != torch::kUInt8 || ck.rank_rngs[r].dim() != 1)
@@ -134,11 +138,11 @@ Checkpoint read_last_checkpoint(const RunDir& dir, const std::string& why) {
 std::string resume_incompatibility(const Config& saved, const Config& now) {
   // Keys that do not change the trajectory of accepted updates (stopping, logging, the guard's
   // policy and what validation reports).
-  static const std::set<std::string> may_differ{"train.max_steps",     "train.log_every",    "train.eval_every",
-                                                "train.checkpoint_every", "train.on_divergence", "train.spike_window",
-                                                "train.spike_zscore",  "train.max_skips",    "train.max_rollbacks",
-                                                "train.rollback_lr_factor", "train.valid_bleu_sentences",
-                                                "train.bucket_mb",     "train.dist_timeout_s"};
+  static const std::set<std::string> may_differ{
+      "train.max_steps",     "train.log_every",          "train.eval_every",           "train.checkpoint_every",
+      "train.on_divergence", "train.spike_window",       "train.spike_zscore",         "train.max_skips",
+      "train.max_rollbacks", "train.rollback_lr_factor", "train.valid_bleu_sentences", "train.bucket_mb",
+      "train.dist_timeout_s"};
   const auto d = config_diff(config_to_json(saved), config_to_json(now), may_differ);
   if (d) return d->key + " is " + value_text(d->stored) + " in the checkpoint but " + value_text(d->now) + " now";
   return "";

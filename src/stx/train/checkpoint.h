@@ -26,9 +26,9 @@ void save_checkpoint(const std::string& path, TransformerImpl& model, const Opti
 struct Checkpoint {
   Config config;
   nlohmann::json train_state;
-  NamedTensors model;      // names without the "model." prefix
-  NamedTensors optimizer;  // optim.* as stored
-  torch::Tensor rng;       // uint8
+  NamedTensors model;                    // names without the "model." prefix
+  NamedTensors optimizer;                // optim.* as stored
+  torch::Tensor rng;                     // uint8
   std::vector<torch::Tensor> rank_rngs;  // rng.rank1, rng.rank2, … (data-parallel runs)
 };
 // Reads and checks a checkpoint: not a safetensors file, a wrong or missing stx.format, bad

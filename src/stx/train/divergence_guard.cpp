@@ -42,7 +42,9 @@ std::string DivergenceGuard::describe(Verdict v, double loss, double grad_norm) 
   return "ok";
 }
 
-nlohmann::json DivergenceGuard::state() const { return nlohmann::json(std::vector<double>(losses_.begin(), losses_.end())); }
+nlohmann::json DivergenceGuard::state() const {
+  return nlohmann::json(std::vector<double>(losses_.begin(), losses_.end()));
+}
 
 void DivergenceGuard::load(const nlohmann::json& j) {
   losses_.clear();

@@ -93,8 +93,8 @@ Optimizer::Optimizer(NamedTensors params, const TrainConfig& t) : params_(std::m
     const auto denom = kind_ != Kind::SGD ? torch::empty({chunk}, opts) : torch::Tensor();
     for (int64_t o = 0; o < total; o += chunk) {
       const int64_t n = std::min(chunk, total - o);
-      chunks_.push_back({chunk_of(flat_p_, o, n), torch::Tensor(), chunk_of(flat_m_, o, n),
-                         chunk_of(flat_v_, o, n), chunk_of(decayed, 0, n), chunk_of(denom, 0, n)});
+      chunks_.push_back({chunk_of(flat_p_, o, n), torch::Tensor(), chunk_of(flat_m_, o, n), chunk_of(flat_v_, o, n),
+                         chunk_of(decayed, 0, n), chunk_of(denom, 0, n)});
     }
   }
   if (l2) decayed_ = scratch_views(params_);
@@ -135,7 +135,7 @@ void Optimizer::update_one(const torch::Tensor& p, const torch::Tensor& g0, cons
   if (kind_ == Kind::SGD) {
     torch::Tensor d = g;
     if (t_.momentum != 0) {
-      if (steps_ == 1) m.copy_(g);  // buf = torch.clone(d_p)
+      if (steps_ == 1) m.copy_(g);            // buf = torch.clone(d_p)
       else m.mul_(t_.momentum).add_(g, 1.0);  // dampening 0: alpha = 1 − 0
       d = m;
     }
@@ -183,7 +183,8 @@ void Optimizer::zero_grad() {
     return g.defined() && g.layout() == torch::kStrided && g.scalar_type() == like.scalar_type() &&
            g.device() == like.device();
   };
-  if (flat_ && std::all_of(params_.begin(), params_.end(), [&](const auto& np) { return adoptable(np.second.grad()); })) {
+  if (flat_ &&
+      std::all_of(params_.begin(), params_.end(), [&](const auto& np) { return adoptable(np.second.grad()); })) {
     // Every parameter has a gradient: from now on autograd accumulates into flat_g_'s slots. (Made
     // here, not in the constructor, so that it never coexists with a backward's activations.)
     if (!flat_g_.defined()) {
@@ -246,10 +247,11 @@ void Optimizer::load_state(const NamedTensors& state, const std::string& what) {
       continue;
     }
     if (!t.is_floating_point())
-      throw InputError(what + ": optimizer tensor '" + name + "' has a non-floating dtype " + c10::toString(t.scalar_type()));
+      throw InputError(what + ": optimizer tensor '" + name + "' has a non-floating dtype " +
+                       c10::toString(t.scalar_type()));
     if (t.sizes() != it->second->sizes())
-      throw InputError(what + ": optimizer tensor '" + name + "' has shape " + shape_str(t.sizes()) + ", the model needs " +
-                       shape_str(it->second->sizes()));
+      throw InputError(what + ": optimizer tensor '" + name + "' has shape " + shape_str(t.sizes()) +
+                       ", the model needs " + shape_str(it->second->sizes()));
   }
   for (auto& [name, _] : expected)
     if (!seen.count(name)) throw InputError(what + ": missing optimizer tensor '" + name + "' (needed by " + opt + ")");

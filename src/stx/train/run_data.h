@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "stx/config/config.h"
 #include "stx/data/batcher.h"
 #include "stx/data/tokenizer.h"
-#include "stx/config/config.h"
 
 namespace stx {
 
@@ -32,9 +32,9 @@ std::vector<Example> tokenize_split(const RunVocab& v, const DataConfig& d, cons
 struct RunData {
   RunVocab vocab;
   std::unique_ptr<Batcher> train, valid;
-  std::vector<Example> valid_examples;  // in corpus order (BLEU decodes a prefix of them)
-  std::vector<std::string> valid_refs;  // raw target lines, same order
-  Batch probe;                          // fixed ΔF / diagnostics batch
+  std::vector<Example> valid_examples;           // in corpus order (BLEU decodes a prefix of them)
+  std::vector<std::string> valid_refs;           // raw target lines, same order
+  Batch probe;                                   // fixed ΔF / diagnostics batch
   torch::Tensor probe_src_mask, probe_tgt_mask;  // [B, S], [B, T] float: 1 on real tokens
 };
 

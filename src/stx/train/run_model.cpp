@@ -13,8 +13,7 @@ namespace stx {
 namespace fs = std::filesystem;
 
 RunModel open_run(const std::string& run_dir, const std::string& which) {
-  if (which != "best" && which != "last")
-    throw InputError("--checkpoint '" + which + "' is not one of: best, last");
+  if (which != "best" && which != "last") throw InputError("--checkpoint '" + which + "' is not one of: best, last");
   if (!fs::is_directory(run_dir)) throw InputError("run directory " + run_dir + " does not exist");
   const RunDir dir(run_dir);
   auto path = which == "best" ? dir.best() : dir.last();
@@ -30,7 +29,8 @@ RunModel open_run(const std::string& run_dir, const std::string& which) {
   r.vocab = open_run_vocab(run_dir, r.config.data);
   if (r.vocab.vocab_size != r.config.model.vocab_size)
     throw InputError(path + ": model.vocab_size " + std::to_string(r.config.model.vocab_size) +
-                     " does not match the run's SentencePiece model(s) (" + std::to_string(r.vocab.vocab_size) + " pieces)");
+                     " does not match the run's SentencePiece model(s) (" + std::to_string(r.vocab.vocab_size) +
+                     " pieces)");
   r.model = Transformer(r.config.model);
   load_state(*r.model, ck.model, path);
   r.model->eval();

@@ -13,8 +13,8 @@ struct RunModel {
   Config config;
   Transformer model{nullptr};  // eval mode
   RunVocab vocab;
-  int64_t step = 0;            // updates done when the checkpoint was written
-  std::string checkpoint;      // its path
+  int64_t step = 0;        // updates done when the checkpoint was written
+  std::string checkpoint;  // its path
 };
 
 // which: "best" (lowest validation loss; falls back to "last" when absent) or "last".

@@ -7,15 +7,17 @@ namespace stx {
 
 nlohmann::json TrainState::to_json() const {
   const auto& w = window;
-  return {{"step", step},
-          {"data", {{"epoch", data.epoch}, {"index", data.index}}},
-          {"guard", guard},
-          {"lr_scale", lr_scale},
-          {"best_valid", std::isfinite(best_valid) ? nlohmann::json(best_valid) : nlohmann::json(nullptr)},
-          {"window", {{"loss", w.loss}, {"nll", w.nll}, {"tokens", w.tokens}, {"sentences", w.sentences}, {"updates", w.updates}}},
-          {"skips_in_row", skips_in_row},
-          {"rollbacks", rollbacks},
-          {"world_size", world_size}};
+  return {
+      {"step", step},
+      {"data", {{"epoch", data.epoch}, {"index", data.index}}},
+      {"guard", guard},
+      {"lr_scale", lr_scale},
+      {"best_valid", std::isfinite(best_valid) ? nlohmann::json(best_valid) : nlohmann::json(nullptr)},
+      {"window",
+       {{"loss", w.loss}, {"nll", w.nll}, {"tokens", w.tokens}, {"sentences", w.sentences}, {"updates", w.updates}}},
+      {"skips_in_row", skips_in_row},
+      {"rollbacks", rollbacks},
+      {"world_size", world_size}};
 }
 
 TrainState TrainState::from_json(const nlohmann::json& j, const std::string& what) {

@@ -18,15 +18,15 @@ struct LogWindow {
 };
 
 struct TrainState {
-  int64_t step = 0;             // accepted updates
-  BatchPosition data;           // the next batch of the training stream
-  nlohmann::json guard;         // DivergenceGuard::state(): the loss window
+  int64_t step = 0;      // accepted updates
+  BatchPosition data;    // the next batch of the training stream
+  nlohmann::json guard;  // DivergenceGuard::state(): the loss window
   LogWindow window;
-  double lr_scale = 1.0;        // on_divergence rollback: the product of rollback_lr_factor so far
-  double best_valid = INFINITY; // lowest validation loss so far
-  int64_t skips_in_row = 0;     // on_divergence skip: consecutive skipped updates
-  int64_t rollbacks = 0;        // on_divergence rollback: rollbacks so far
-  int world_size = 1;           // processes of the job that wrote it
+  double lr_scale = 1.0;         // on_divergence rollback: the product of rollback_lr_factor so far
+  double best_valid = INFINITY;  // lowest validation loss so far
+  int64_t skips_in_row = 0;      // on_divergence skip: consecutive skipped updates
+  int64_t rollbacks = 0;         // on_divergence rollback: rollbacks so far
+  int world_size = 1;            // processes of the job that wrote it
 
   nlohmann::json to_json() const;
   // InputError naming `what` and the field when one is missing or of the wrong type. Fields

@@ -140,7 +140,8 @@ void Trainer::finalize_config() {
     if (saved != world_size())
       throw InputError("cannot resume " + dir_.dir() + ": it was trained by " + std::to_string(saved) +
                        " process(es) and this job has " + std::to_string(world_size()) +
-                       " (the batches of an update and their order depend on it); resume with --nproc " + std::to_string(saved));
+                       " (the batches of an update and their order depend on it); resume with --nproc " +
+                       std::to_string(saved));
     cfg_.model.vocab_size = ck.config.model.vocab_size;
     cfg_.model.pad_id = ck.config.model.pad_id;
     const auto why = resume_incompatibility(ck.config, cfg_);
@@ -153,8 +154,9 @@ void Trainer::finalize_config() {
   if (world_) world_->barrier();
   if (!main()) data_.emplace(load_run_data(cfg_, dir_.dir(), /*reuse_run_vocab=*/true, true));
   if (resume_from_ && data_->vocab.vocab_size != cfg_.model.vocab_size)
-    throw InputError("cannot resume " + dir_.dir() + ": its SentencePiece model has " + std::to_string(data_->vocab.vocab_size) +
-                     " pieces but the checkpoint's model.vocab_size is " + std::to_string(cfg_.model.vocab_size));
+    throw InputError("cannot resume " + dir_.dir() + ": its SentencePiece model has " +
+                     std::to_string(data_->vocab.vocab_size) + " pieces but the checkpoint's model.vocab_size is " +
+                     std::to_string(cfg_.model.vocab_size));
   cfg_.model.vocab_size = data_->vocab.vocab_size;
   cfg_.model.pad_id = data_->vocab.pad_id;
   validate(cfg_);
@@ -169,9 +171,11 @@ void Trainer::build_model() {
   model_->set_checkpoint_activations(cfg_.train.checkpoint_activations);
   for (auto* t : {&data_->probe.src, &data_->probe.tgt_in, &data_->probe_src_mask, &data_->probe_tgt_mask})
     if (t->defined()) *t = t->to(device_);
-  if (world_) parallel::broadcast_module(*world_, *model_);  // θ₀ is the same everywhere by construction; make sure, as DDP does
+  if (world_)
+    parallel::broadcast_module(*world_, *model_);  // θ₀ is the same everywhere by construction; make sure, as DDP does
   // The dropout stream, independent of init; one per rank (rank 0's is the single-process one).
-  torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed + 1) + static_cast<uint64_t>(rank()) * 0x9E3779B97F4A7C15ull);
+  torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed + 1) +
+                     static_cast<uint64_t>(rank()) * 0x9E3779B97F4A7C15ull);
   NamedTensors params;
   for (auto& p : model_->named_parameters(true)) params.emplace_back(p.key(), p.value());
   opt_.emplace(params, cfg_.train);
@@ -208,10 +212,11 @@ void Trainer::restore() {
       if (p.requires_grad()) ps.push_back(p);
     sync_ = std::make_unique<parallel::GradSync>(*world_, ps, cfg_.train.bucket_mb);
     if (main() && !o_.quiet)
-      std::cerr << fmt::format("data parallel: {} processes, {} batches of ≤ {} tokens per update, {} gradient bucket(s), "
-                               "{:.1f} MB all-reduced per update\n",
-                               world_size(), world_size() * cfg_.train.update_freq, cfg_.train.max_tokens, sync_->buckets(),
-                               static_cast<double>(sync_->bytes()) / 1e6);
+      std::cerr << fmt::format(
+          "data parallel: {} processes, {} batches of ≤ {} tokens per update, {} gradient bucket(s), "
+          "{:.1f} MB all-reduced per update\n",
+          world_size(), world_size() * cfg_.train.update_freq, cfg_.train.max_tokens, sync_->buckets(),
+          static_cast<double>(sync_->bytes()) / 1e6);
   }
   if (main()) log_.emplace(dir_.metrics(), o_.resume ? st_.step : 0);
   if (!o_.resume) save_last();  // step 0: resume and rollback always have a checkpoint
@@ -248,7 +253,8 @@ void Trainer::rollback_to_last() {
 TrainOutcome Trainer::handle_divergence(DivergenceGuard::Verdict v, double loss, double gnorm) {
   const auto cause = guard_.describe(v, loss, gnorm);
   const auto action = cfg_.train.on_divergence;
-  if (log_) log_->write({{"step", st_.step + 1}, {"event", "divergence"}, {"cause", cause}, {"action", to_string(action)}});
+  if (log_)
+    log_->write({{"step", st_.step + 1}, {"event", "divergence"}, {"cause", cause}, {"action", to_string(action)}});
   opt_->zero_grad();
   if (action == OnDivergence::Skip && ++st_.skips_in_row <= cfg_.train.max_skips) {
     if (!o_.quiet) std::cerr << fmt::format("\nstep {}: {}; update skipped\n", st_.step + 1, cause);
@@ -263,17 +269,22 @@ TrainOutcome Trainer::handle_divergence(DivergenceGuard::Verdict v, double loss,
     return {TrainOutcome::Kind::Finished, st_.step, ""};
   }
   return {TrainOutcome::Kind::Diverged, st_.step + 1,
-          fmt::format("diverged at step {}: {} (on_divergence: {}); the last good checkpoint is {} (step {})", st_.step + 1,
-                      cause, to_string(action), dir_.last(), last_checkpoint_step_)};
+          fmt::format("diverged at step {}: {} (on_divergence: {}); the last good checkpoint is {} (step {})",
+                      st_.step + 1, cause, to_string(action), dir_.last(), last_checkpoint_step_)};
 }
 
 // ---- logging ------------------------------------------------------------------------------
 
 void Trainer::log_step(const nlohmann::json& grads, double lr, double seconds) {
   const auto& w = st_.window;
-  nlohmann::json r = {{"step", st_.step}, {"loss", w.loss / w.tokens}, {"nll", w.nll / w.tokens},
-                      {"ppl", std::exp(w.nll / w.tokens)}, {"lr", lr}, {"tokens_per_s", w.tokens / seconds},
-                      {"sentences", w.sentences}, {"epoch", data_->train->position().epoch}};
+  nlohmann::json r = {{"step", st_.step},
+                      {"loss", w.loss / w.tokens},
+                      {"nll", w.nll / w.tokens},
+                      {"ppl", std::exp(w.nll / w.tokens)},
+                      {"lr", lr},
+                      {"tokens_per_s", w.tokens / seconds},
+                      {"sentences", w.sentences},
+                      {"epoch", data_->train->position().epoch}};
   r.update(grads);
   Taps taps = probe::probe_taps();
   const auto upd = probe_->measure(&taps);
@@ -382,8 +393,10 @@ TrainOutcome Trainer::run() {
     if (stop_all_ || (!world_ && stop_signal())) {
       const int sig = stop_signal() ? stop_signal() : SIGTERM;  // data parallel: maybe another rank's
       save_last();
-      return {TrainOutcome::Kind::Interrupted, st_.step,
-              fmt::format("stopped by signal {} after step {}; checkpoint written; continue with --resume", sig, st_.step), sig};
+      return {
+          TrainOutcome::Kind::Interrupted, st_.step,
+          fmt::format("stopped by signal {} after step {}; checkpoint written; continue with --resume", sig, st_.step),
+          sig};
     }
     UpdateSums sums;
     const auto batches = gather(sums);

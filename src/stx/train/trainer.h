@@ -16,17 +16,17 @@
 #include <optional>
 #include <string>
 
-#include "stx/parallel/world.h"
 #include "stx/config/config.h"
+#include "stx/parallel/world.h"
 
 namespace stx {
 
 struct TrainOptions {
-  Config config;        // resolved and validated (model.vocab_size is replaced by the tokenizer's)
-  std::string run_dir;  // created if absent
+  Config config;             // resolved and validated (model.vocab_size is replaced by the tokenizer's)
+  std::string run_dir;       // created if absent
   bool resume = false;       // continue from run_dir/checkpoint_last.safetensors
   bool resume_prev = false;  // with resume: from checkpoint_prev (the last is kept as checkpoint_last.corrupt)
-  bool quiet = false;   // no progress line / log lines on stderr
+  bool quiet = false;        // no progress line / log lines on stderr
   std::optional<parallel::Env> world;  // a worker of a data-parallel job (torchrun's variables)
 };
 

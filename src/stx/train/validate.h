@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "stx/config/config.h"
 #include "stx/data/batcher.h"
 #include "stx/eval/decode.h"
-#include "stx/config/config.h"
 #include "stx/model/transformer.h"
 #include "stx/train/run_data.h"
 
