@@ -9,7 +9,7 @@ namespace {
 
 Linear make(int64_t in, int64_t out, GammaInit g, uint64_t seed) {
   torch::manual_seed(seed);
-  Linear l(in, out, true, true);
+  Linear l(in, out, LinearOptions{/*bias=*/true, /*sigma_reparam=*/true});
   torch::NoGradGuard ng;
   torch::nn::init::xavier_normal_(l->weight);
   l->bias.normal_();

@@ -54,8 +54,10 @@ void register_eval(Registry& reg) {
     } else {
       std::vector<std::string> refs;
       auto examples = tokenize_split(r.vocab, cfg.data, o->split, cfg.model.max_len, &refs);
-      Batcher batches(examples, o->max_tokens > 0 ? o->max_tokens : cfg.train.max_tokens, cfg.model.max_len,
-                      r.vocab.pad_id, r.vocab.bos_id, r.vocab.eos_id, 0, false);
+      BatcherOptions bo;  // a fixed order
+      bo.max_tokens = o->max_tokens > 0 ? o->max_tokens : cfg.train.max_tokens, bo.max_len = cfg.model.max_len;
+      bo.pad_id = r.vocab.pad_id, bo.bos_id = r.vocab.bos_id, bo.eos_id = r.vocab.eos_id;
+      Batcher batches(examples, bo);
       auto v = evaluate_loss(*r.model, batches, cfg.train.label_smoothing, r.vocab.pad_id);
       out.update({{"loss", v.loss},
                   {"nll", v.nll},
