@@ -22,14 +22,7 @@
 namespace stx {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 std::string tmp_path(const std::string& name) {
   return ::testing::TempDir() + "/stx_optck_" + std::to_string(::getpid()) + "_" + name;
