@@ -25,6 +25,11 @@ def cut_bible(dest, counts):
     return dest
 
 
+def config_args(config, sets):
+    """["--config", config, "--set", "k=v", …] for the {key: value} overrides `sets`."""
+    return ["--config", config] + [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+
+
 def run_stx(stx, args, env=None, timeout=600, input=None):
     """stx ARGS with captured text output (and `input` on stdin)."""
     return subprocess.run([stx] + args, capture_output=True, text=True, timeout=timeout, input=input,

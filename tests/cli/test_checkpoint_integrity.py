@@ -9,7 +9,7 @@ import shutil
 import sys
 import tempfile
 
-from checks import Checks, bad_input_problems, cut_bible, metrics, run_stx, sha  # noqa: E402
+from checks import Checks, bad_input_problems, config_args, cut_bible, metrics, run_stx, sha  # noqa: E402
 
 STX = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -51,13 +51,11 @@ def train_losses(run_dir):
 
 with tempfile.TemporaryDirectory() as d:
     corpus = cut_bible(os.path.join(d, "corpus"), {"train": 600, "valid": 20, "test": 20})
-    tiny = ["--config", os.path.join(ROOT, "configs", "demo.yaml"),
-            "--set", f"data.corpus={corpus}", "--set", "data.spm_vocab_size=200",
-            "--set", "model.d_model=16", "--set", "model.d_ff=32", "--set", "model.n_heads=2",
-            "--set", "model.encoder_layers=1", "--set", "model.decoder_layers=1",
-            "--set", "train.max_tokens=300", "--set", "train.max_steps=20", "--set", "train.warmup_steps=5",
-            "--set", "train.log_every=1", "--set", "train.eval_every=10", "--set", "train.checkpoint_every=5",
-            "--set", "train.valid_bleu_sentences=0", "--set", "train.probe_sentences=2"]
+    tiny = config_args(os.path.join(ROOT, "configs", "demo.yaml"), {
+        "data.corpus": corpus, "data.spm_vocab_size": 200, "model.d_model": 16, "model.d_ff": 32, "model.n_heads": 2,
+        "model.encoder_layers": 1, "model.decoder_layers": 1, "train.max_tokens": 300, "train.max_steps": 20,
+        "train.warmup_steps": 5, "train.log_every": 1, "train.eval_every": 10, "train.checkpoint_every": 5,
+        "train.valid_bleu_sentences": 0, "train.probe_sentences": 2})
     a = os.path.join(d, "a")
     r = run(["train", "--out", a] + tiny)
     check("train exits 0", r.returncode == 0, r.stderr[-1500:])

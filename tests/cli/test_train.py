@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from checks import Checks, bad_input_problems, cut_bible, metrics, run_stx, sha  # noqa: E402
+from checks import Checks, bad_input_problems, config_args, cut_bible, metrics, run_stx, sha  # noqa: E402
 
 STX = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -55,13 +55,11 @@ def expect_bad(name, args, must_mention, untouched=()):
 
 with tempfile.TemporaryDirectory() as d:
     corpus = cut_bible(os.path.join(d, "corpus"), {"train": 1500, "valid": 40, "test": 40})
-    tiny = ["--config", os.path.join(ROOT, "configs", "demo.yaml"),
-            "--set", f"data.corpus={corpus}", "--set", "data.spm_vocab_size=300",
-            "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_heads=2",
-            "--set", "model.encoder_layers=2", "--set", "model.decoder_layers=2",
-            "--set", "train.max_tokens=600", "--set", "train.max_steps=40", "--set", "train.warmup_steps=10",
-            "--set", "train.log_every=5", "--set", "train.eval_every=20", "--set", "train.checkpoint_every=5",
-            "--set", "train.valid_bleu_sentences=10", "--set", "train.probe_sentences=4"]
+    tiny = config_args(os.path.join(ROOT, "configs", "demo.yaml"), {
+        "data.corpus": corpus, "data.spm_vocab_size": 300, "model.d_model": 32, "model.d_ff": 64, "model.n_heads": 2,
+        "model.encoder_layers": 2, "model.decoder_layers": 2, "train.max_tokens": 600, "train.max_steps": 40,
+        "train.warmup_steps": 10, "train.log_every": 5, "train.eval_every": 20, "train.checkpoint_every": 5,
+        "train.valid_bleu_sentences": 10, "train.probe_sentences": 4})
 
     # 1. An uninterrupted run and its diagnostics.
     a = os.path.join(d, "a")
