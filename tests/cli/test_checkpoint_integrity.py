@@ -81,6 +81,18 @@ with tempfile.TemporaryDirectory() as d:
     check("--resume-prev gives the uninterrupted run's losses", train_losses(c1) == train_losses(a),
           (train_losses(c1), train_losses(a)))
 
+    check("--resume-prev leaves no temporary file", not [f for f in os.listdir(c1) if ".tmp" in f], os.listdir(c1))
+
+    # A run whose checkpoint_last is gone but checkpoint_prev is not: neither a fresh start nor
+    # --resume may overwrite the state that is left.
+    c7 = os.path.join(d, "c7")
+    shutil.copytree(a, c7)
+    os.remove(os.path.join(c7, "checkpoint_last.safetensors"))
+    keep = [os.path.join(c7, "checkpoint_prev.safetensors"), os.path.join(c7, "metrics.jsonl")]
+    expect_bad("fresh start beside a lone checkpoint_prev", ["train", "--out", c7] + tiny,
+               ["checkpoint_prev.safetensors", "--resume-prev"], keep)
+    expect_bad("--resume beside a lone checkpoint_prev", ["train", "--out", c7, "--resume"], ["--resume-prev"], keep)
+
     # A flipped byte in the header's metadata (a digit of the config JSON), a wrong checksum.
     c2 = os.path.join(d, "c2")
     ck = corrupt_copy(a, c2, lambda b: b.replace(b'd_model\\":16', b'd_model\\":17', 1))

@@ -54,6 +54,7 @@ class Trainer {
  public:
   explicit Trainer(const TrainOptions& o)
       : o_(o), cfg_(o.config), dir_(o.run_dir), guard_(cfg_.train.spike_window, cfg_.train.spike_zscore) {
+    if (o_.resume_prev) o_.resume = true;  // continuing from checkpoint_prev is a resume
     const auto& t = cfg_.train;
     cadence_ = {t.log_every, t.eval_every, t.checkpoint_every, t.max_steps};
   }
