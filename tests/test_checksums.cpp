@@ -1,7 +1,7 @@
 // tests/test_checksums.cpp — stx/io/crc32c against the standard check value and a bitwise
 // reference, and safetensors files written with Checksums::On: a flipped data byte, a flipped
-// metadata byte and a wrong stored checksum are InputErrors naming what failed; a tensor
-// another tool replaced (other shape) is left to the caller; files without checksums still load.
+// metadata byte, a wrong stored checksum, a renamed, reshaped or dropped tensor and half of the
+// checksum keys are InputErrors naming what failed; files without checksums load unchecked.
 #include "stx/io/crc32c.h"
 
 #include <gtest/gtest.h>
@@ -138,36 +138,57 @@ TEST(Checksums, TruncatedAndEmptyFiles) {
   EXPECT_NE(load_error(path).find("0 bytes"), std::string::npos) << load_error(path);
 }
 
-TEST(Checksums, FilesWithoutChecksumsAndReplacedTensors) {
-  const auto plain = temp_path("plain.safetensors");
-  stx::save_safetensors(plain, {{"w", torch::ones({4})}});
-  EXPECT_EQ(slurp(plain).find("crc32c"), std::string::npos);  // Checksums::Off writes none
-  EXPECT_EQ(load_error(plain), "");
-  // Another tool re-saved stx's metadata (stale checksums) with "w" of another shape: that is
-  // not a checksum failure (the reader's shape check names it); "b" still matches its checksum.
-  const auto bytes = slurp(written("replaced.safetensors"));
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
-  const auto h = nlohmann::json::parse(bytes.substr(8, n));
+// A file of tensors {name: tensor} written by hand with the given metadata (as another tool would).
+static std::string hand_written(const std::string& file, const nlohmann::json& metadata,
+                                const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
   nlohmann::ordered_json hdr;
-  hdr["__metadata__"] = h["__metadata__"];
-  hdr["w"] = {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}};
-  hdr["b"] = {{"dtype", "I64"}, {"shape", {3}}, {"data_offsets", {8, 32}}};
+  if (!metadata.is_null()) hdr["__metadata__"] = metadata;
+  std::string data;
+  for (auto& [name, t] : tensors) {
+    const auto nbytes = static_cast<size_t>(t.numel() * t.element_size());
+    hdr[name] = {{"dtype", t.scalar_type() == torch::kFloat32 ? "F32" : "I64"},
+                 {"shape", t.sizes().vec()},
+                 {"data_offsets", {data.size(), data.size() + nbytes}}};
+    data += std::string(static_cast<const char*>(t.data_ptr()), nbytes);
+  }
   std::string text = hdr.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   std::string len(8, '\0');
   for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
-  auto w = torch::zeros({2}, torch::kFloat32);
-  auto b = torch::ones({3}, torch::kInt64);
-  const auto other = temp_path("other.safetensors");
-  spit(other, len + text + std::string(static_cast<const char*>(w.data_ptr()), 8) +
-                  std::string(static_cast<const char*>(b.data_ptr()), 24));
-  EXPECT_EQ(load_error(other), "");
-  // The same file with b's bytes changed is caught.
-  auto b2 = torch::full({3}, 2, torch::kInt64);
-  spit(other, len + text + std::string(static_cast<const char*>(w.data_ptr()), 8) +
-                  std::string(static_cast<const char*>(b2.data_ptr()), 24));
-  EXPECT_NE(load_error(other).find("tensor 'b' fails its CRC-32C check"), std::string::npos) << load_error(other);
+  const auto path = temp_path(file);
+  spit(path, len + text + data);
+  return path;
+}
+
+TEST(Checksums, FilesWithoutChecksumsAndRewrittenFiles) {
+  const auto plain = temp_path("plain.safetensors");
+  stx::save_safetensors(plain, {{"w", torch::ones({4})}});
+  EXPECT_EQ(slurp(plain).find("crc32c"), std::string::npos);  // Checksums::Off writes none
+  EXPECT_EQ(load_error(plain), "");
+  // stx's metadata (with its checksums) as another tool would carry it over.
+  const auto bytes = slurp(written("source.safetensors"));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  const auto meta = nlohmann::json::parse(bytes.substr(8, n))["__metadata__"];
+  const auto w = torch::arange(64, torch::kFloat32), b = torch::ones({3}, torch::kInt64);
+  EXPECT_EQ(load_error(hand_written("same.safetensors", meta, {{"w", w}, {"b", b}})), "");  // the same tensors
+  auto e = load_error(hand_written("b.safetensors", meta, {{"w", w}, {"b", b * 2}}));
+  EXPECT_NE(e.find("tensor 'b' fails its CRC-32C check"), std::string::npos) << e;
+  EXPECT_NE(e.find("another tool"), std::string::npos) << e;
+  e = load_error(hand_written("shape.safetensors", meta, {{"w", torch::zeros({2})}, {"b", b}}));
+  EXPECT_NE(e.find("tensor 'w' has no checksum record with its dtype and shape"), std::string::npos) << e;
+  e = load_error(hand_written("renamed.safetensors", meta, {{"x", w}, {"b", b}}));  // a flipped byte in a name
+  EXPECT_NE(e.find("tensor 'x' has no checksum record"), std::string::npos) << e;
+  e = load_error(hand_written("dropped.safetensors", meta, {{"b", b}}));
+  EXPECT_NE(e.find("records tensor 'w', which the file lacks"), std::string::npos) << e;
+  auto half = meta;
+  half.erase("stx.metadata_crc32c");  // e.g. a flipped byte in that key's name
+  e = load_error(hand_written("half.safetensors", half, {{"w", w}, {"b", b}}));
+  EXPECT_NE(e.find("but not 'stx.metadata_crc32c'"), std::string::npos) << e;
+  // Without stx's two keys the rewritten file loads unchecked (the caller's checks remain).
+  auto bare = meta;
+  bare.erase("stx.crc32c"), bare.erase("stx.metadata_crc32c");
+  EXPECT_EQ(load_error(hand_written("bare.safetensors", bare, {{"w", torch::zeros({2})}, {"b", b}})), "");
 }
 
 TEST(Checksums, ReservedKeysRefused) {

@@ -147,11 +147,15 @@ std::string metadata_crc(json metadata) {
   return crc32c_hex(crc32c(text.data(), text.size()));
 }
 
-// The tensor's recorded [crc, dtype, shape] when it is the tensor that was written (same dtype
-// and shape: a tensor replaced by another tool is left to the reader's own checks), else null.
+// What a checksum failure may also mean.
+constexpr const char* kRewriteHint =
+    "the file is corrupt, or another tool rewrote its tensors and kept stx's checksums (drop the metadata keys "
+    "stx.crc32c and stx.metadata_crc32c to load it unchecked)";
+
+// The tensor's recorded CRC when its record has the tensor's dtype and shape, else nullptr.
 const json* recorded_crc(const json& crcs, const std::string& name, const std::string& dtype,
                          const std::vector<int64_t>& shape) {
-  if (!crcs.is_object() || !crcs.contains(name)) return nullptr;
+  if (!crcs.contains(name)) return nullptr;
   const json& r = crcs.at(name);
   if (!r.is_array() || r.size() != 3 || !r[0].is_string() || r[1] != dtype || r[2] != json(shape)) return nullptr;
   return &r[0];
@@ -257,19 +261,23 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (!header.is_object()) fail(path, "header is not a JSON object");
   if (!duplicate.empty()) fail(path, "header names '" + duplicate + "' twice");
   json crcs;  // name → [crc, dtype, shape], when the file has checksums
-  if (header.contains("__metadata__") && header["__metadata__"].is_object() &&
-      header["__metadata__"].contains(kMetaCrcKey)) {
+  if (header.contains("__metadata__") && header["__metadata__"].is_object()) {
     const json& m = header["__metadata__"];
-    const auto now = metadata_crc(m);
-    if (m[kMetaCrcKey] != now)
-      fail(path, "the metadata fails its CRC-32C check (stored " + m[kMetaCrcKey].dump() + ", computed \"" + now +
-                     "\"): the file is corrupt");
-    if (m.contains(kTensorCrcKey)) {
+    const bool meta_crc = m.contains(kMetaCrcKey), tensor_crcs = m.contains(kTensorCrcKey);
+    if (meta_crc != tensor_crcs)
+      fail(path, std::string("metadata has '") + (meta_crc ? kMetaCrcKey : kTensorCrcKey) + "' but not '" +
+                     (meta_crc ? kTensorCrcKey : kMetaCrcKey) + "': " + kRewriteHint);
+    if (meta_crc) {
+      const auto now = metadata_crc(m);
+      if (m[kMetaCrcKey] != now)
+        fail(path, "the metadata fails its CRC-32C check (stored " + m[kMetaCrcKey].dump() + ", computed \"" + now +
+                       "\"): the file is corrupt");
       try {
         crcs = json::parse(m[kTensorCrcKey].get<std::string>());
       } catch (const json::exception&) {
         fail(path, "metadata 'stx.crc32c' is not a JSON string of checksums");
       }
+      if (!crcs.is_object()) fail(path, "metadata 'stx.crc32c' is not a JSON object of checksums");
     }
   }
 
@@ -309,21 +317,20 @@ SafetensorsFile load_safetensors(const std::string& path) {
     }
     if (e.end > e.begin && !read_at(f.fd, t.data_ptr(), e.end - e.begin, data_start + e.begin))
       fail(path, "cannot read the data of tensor '" + e.name + "'");
-    if (const json* want = recorded_crc(crcs, e.name, dtype_name(e.dtype), e.shape)) {
+    if (crcs.is_object()) {
+      const json* want = recorded_crc(crcs, e.name, dtype_name(e.dtype), e.shape);
+      if (!want) fail(path, "tensor '" + e.name + "' has no checksum record with its dtype and shape: " + kRewriteHint);
       const auto now = crc32c_hex(crc32c(t.data_ptr(), e.end - e.begin));
       if (*want != now)
-        fail(path,
-             "tensor '" + e.name + "' fails its CRC-32C check (stored " + want->dump() + ", computed \"" + now +
-                 "\"): the file is corrupt, or another tool rewrote the tensor and kept stx's checksums (drop the "
-                 "metadata keys stx.crc32c and stx.metadata_crc32c to load it unchecked)");
-    }
-    if (e.dtype == torch::kBool) {
-      const auto* b = static_cast<const unsigned char*>(t.data_ptr());
-      if (std::any_of(b, b + (e.end - e.begin), [](unsigned char c) { return c > 1; }))
-        fail(path, "tensor '" + e.name + "': BOOL data holds a byte other than 0 or 1");
+        fail(path, "tensor '" + e.name + "' fails its CRC-32C check (stored " + want->dump() + ", computed \"" + now +
+                       "\"): " + kRewriteHint);
     }
     out.tensors.emplace_back(e.name, std::move(t));
   }
+  if (crcs.is_object() && crcs.size() != out.tensors.size())
+    for (const auto& [name, rec] : crcs.items())
+      if (!out.find(name))
+        fail(path, "'stx.crc32c' records tensor '" + name + "', which the file lacks: " + kRewriteHint);
   return out;
 }
 
