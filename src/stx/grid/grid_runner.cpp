@@ -18,26 +18,27 @@ int run_grid(size_t n, int jobs, const RunnerHooks& h) {
   auto worker = [&] {
     for (;;) {
       size_t i = 0;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        for (;;) {
-          if (next == n || error || stop_signal()) return;
-          i = next++;
-          if (h.skip(i).empty()) break;
-        }
-        if (jobs > 1 && h.started) h.started(i);
-      }
       try {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          for (;;) {
+            if (next == n || error || stop_signal()) return;
+            i = next++;
+            if (h.skip(i).empty()) break;
+          }
+          if (jobs > 1 && h.started) h.started(i);
+        }
         h.run(i);
         std::lock_guard<std::mutex> lock(mu);
         h.ended(i);
-      } catch (...) {
+      } catch (...) {  // a hook's or a child's error: no more runs are handed out, then it is rethrown
         std::lock_guard<std::mutex> lock(mu);
         if (!error) error = std::current_exception();
         return;
       }
     }
   };
+
   const size_t workers = std::min<size_t>(static_cast<size_t>(std::max(1, jobs)), std::max<size_t>(n, 1));
   if (workers <= 1) {
     worker();

@@ -117,6 +117,11 @@ void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer&
   gen.set_state(rng);
 }
 
+int64_t checkpoint_step(const Checkpoint& ck) {
+  const auto it = ck.train_state.find("step");
+  return it != ck.train_state.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
 Checkpoint read_last_checkpoint(const RunDir& dir, const std::string& why) {
   try {
     return read_checkpoint(dir.last());
@@ -125,7 +130,7 @@ Checkpoint read_last_checkpoint(const RunDir& dir, const std::string& why) {
     if (dir.has_prev()) {
       try {
         const auto prev = read_checkpoint(dir.prev());
-        note = "; " + dir.prev() + " (step " + std::to_string(prev.train_state.value("step", int64_t{0})) +
+        note = "; " + dir.prev() + " (step " + std::to_string(checkpoint_step(prev)) +
                ") is intact: continue from it with --resume-prev";
       } catch (const InputError&) {
         note = "; " + dir.prev() + " is not readable either";

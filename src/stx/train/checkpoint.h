@@ -35,6 +35,9 @@ struct Checkpoint {
 // JSON metadata or a missing rng.torch are InputErrors (one line naming the file and problem).
 Checkpoint read_checkpoint(const std::string& path);
 
+// The step a checkpoint's trainer state records (0 when it records none).
+int64_t checkpoint_step(const Checkpoint& ck);
+
 // The run's checkpoint_last, read and verified. When it is corrupt, the InputError (prefixed
 // with `why`) says whether checkpoint_prev is intact, and at which step.
 Checkpoint read_last_checkpoint(const RunDir& dir, const std::string& why = "");

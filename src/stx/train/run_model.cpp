@@ -25,7 +25,7 @@ RunModel open_run(const std::string& run_dir, const std::string& which) {
   RunModel r;
   r.config = ck.config;
   r.checkpoint = path;
-  r.step = ck.train_state.value("step", int64_t(0));
+  r.step = checkpoint_step(ck);
   r.vocab = open_run_vocab(run_dir, r.config.data);
   if (r.vocab.vocab_size != r.config.model.vocab_size)
     throw InputError(path + ": model.vocab_size " + std::to_string(r.config.model.vocab_size) +
