@@ -325,6 +325,11 @@ SafetensorsFile load_safetensors(const std::string& path) {
         fail(path, "tensor '" + e.name + "' fails its CRC-32C check (stored " + want->dump() + ", computed \"" + now +
                        "\"): " + kRewriteHint);
     }
+    if (e.dtype == torch::kBool) {
+      const auto* b = static_cast<const unsigned char*>(t.data_ptr());
+      if (std::any_of(b, b + (e.end - e.begin), [](unsigned char c) { return c > 1; }))
+        fail(path, "tensor '" + e.name + "': BOOL data holds a byte other than 0 or 1");
+    }
     out.tensors.emplace_back(e.name, std::move(t));
   }
   if (crcs.is_object() && crcs.size() != out.tensors.size())
