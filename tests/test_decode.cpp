@@ -93,15 +93,23 @@ DecodeOptions opts(int64_t beam, int64_t b, double alpha = 1.0, int64_t a = 0) {
 
 // The key/value cache: prefilling 3 positions, then one at a time, with a reorder in between
 // (a repeated row, as beam search forks), gives the full forward's hidden states, for every
-// scheme, σReparam, RMSNorm, learned positions, with and without an encoder.
+// scheme, σReparam, RMSNorm, learned positions, QK-LayerNorm and soft-capping, with and without
+// an encoder.
 TEST(Decode, IncrementalCacheEqualsFullForward) {
   torch::NoGradGuard ng;
   for (Arch arch : {Arch::EncoderDecoder, Arch::Decoder})
-    for (Scheme scheme : {Scheme::Post, Scheme::Pre, Scheme::DeepNorm}) {
-      for (int variant = 0; variant < 2; ++variant) {
+    for (Scheme scheme : {Scheme::Post, Scheme::Pre, Scheme::DeepNorm, Scheme::ReZero, Scheme::LayerScale,
+                          Scheme::PeriLN, Scheme::MixLN, Scheme::LNScaling, Scheme::DepthScaled}) {
+      for (int variant = 0; variant < 3; ++variant) {
         auto cfg = tiny(arch, scheme);
+        const bool zoo = scheme != Scheme::Post && scheme != Scheme::Pre && scheme != Scheme::DeepNorm;
+        if (zoo && variant == 1) continue;
+        if (scheme == Scheme::ReZero) cfg.norm = NormKind::None;
         if (variant == 1) cfg.sigma_reparam = true, cfg.norm = NormKind::RMSNorm, cfg.positions = Positions::Learned;
+        if (variant == 2) cfg.qk_norm = true, cfg.attn_softcap = 0.5, cfg.logit_softcap = 3, cfg.mix_ln_ratio = 0.5;
         auto m = make(cfg, 7);
+        for (auto& p : m->parameters())  // ReZero's α and LayerScale's λ off their init
+          if (zoo && p.dim() == 1) p.add_(torch::randn(p.sizes(), at::detail::createCPUGenerator(5)) * 0.3);
         SCOPED_TRACE(to_string(arch) + " " + to_string(scheme) + " variant " + std::to_string(variant));
         auto g = at::detail::createCPUGenerator(11);
         auto tgt = torch::randint(4, 20, {2, 7}, g, torch::kInt64);

@@ -3,6 +3,8 @@
 // entries of every parameter tensor, f = Σ logits ⊙ R with a fixed random R.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "helpers.h"
 
 namespace stx {
@@ -13,17 +15,33 @@ struct Case {
   Scheme scheme;
   NormKind norm;
   bool sigma;
+  std::function<void(ModelConfig&)> tweak = {};  // modifiers
+  std::string what = "";
 };
 
 std::string label(const Case& c) {
-  return to_string(c.arch) + "/" + to_string(c.scheme) + "/" + to_string(c.norm) + (c.sigma ? "/sigma" : "");
+  return to_string(c.arch) + "/" + to_string(c.scheme) + "/" + to_string(c.norm) + (c.sigma ? "/sigma" : "") +
+         (c.what.empty() ? "" : "/" + c.what);
+}
+
+// Moves the parameters init sets to constants (ReZero's α = 0, LayerScale's λ = ε, DyT's α,
+// norm weights) off them, so the check also covers how they enter: with α = 0 every gradient
+// into a ReZero branch would be exactly zero.
+void perturb_scalars(TransformerImpl& model) {
+  torch::NoGradGuard ng;
+  auto g = at::detail::createCPUGenerator(11);
+  for (auto& p : model.named_parameters())
+    if (p.value().dim() == 1 && p.key().find("bias") == std::string::npos)
+      p.value().add_(torch::randn(p.value().sizes(), g, torch::kFloat64) * 0.3);
 }
 
 void gradcheck(const Case& c) {
   auto m = test::tiny(c.arch, c.scheme, c.norm, c.sigma);
+  if (c.tweak) c.tweak(m);
   Transformer model(m);
   initialize(*model, 7);
   model->to(torch::kFloat64);
+  perturb_scalars(*model);
   if (c.sigma) {  // one training forward moves u, v off the exact SVD; then check in eval mode
     model->train();
     torch::NoGradGuard ng;
@@ -78,6 +96,32 @@ TEST(GradCheck, RMSNormAndNoNorm) {
     gradcheck({arch, Scheme::Pre, NormKind::RMSNorm, false});
     gradcheck({arch, Scheme::DeepNorm, NormKind::RMSNorm, false});
     gradcheck({arch, Scheme::Post, NormKind::None, true});
+  }
+}
+
+TEST(GradCheck, Stabilizers) {
+  auto mix = [](ModelConfig& m) { m.mix_ln_ratio = 0.5; };
+  auto scaled = [](ModelConfig& m) { m.residual_scale = 1.5; };
+  for (auto arch : {Arch::Encoder, Arch::Decoder, Arch::EncoderDecoder}) {
+    gradcheck({arch, Scheme::ReZero, NormKind::None, false});
+    gradcheck({arch, Scheme::LayerScale, NormKind::LayerNorm, false});
+    gradcheck({arch, Scheme::PeriLN, NormKind::LayerNorm, false});
+    gradcheck({arch, Scheme::MixLN, NormKind::LayerNorm, false, mix, "p=0.5"});
+    gradcheck({arch, Scheme::LNScaling, NormKind::RMSNorm, false});
+    gradcheck({arch, Scheme::DepthScaled, NormKind::LayerNorm, false, scaled, "a=1.5"});
+    gradcheck({arch, Scheme::Pre, NormKind::DyT, false});
+  }
+}
+
+TEST(GradCheck, AttentionAndLogitModifiers) {
+  auto qk = [](ModelConfig& m) { m.qk_norm = true; };
+  auto cap = [](ModelConfig& m) {
+    m.attn_softcap = 0.3;
+    m.logit_softcap = 2.0;
+  };
+  for (auto arch : {Arch::Encoder, Arch::Decoder, Arch::EncoderDecoder}) {
+    gradcheck({arch, Scheme::Post, NormKind::LayerNorm, false, qk, "qk_norm"});
+    gradcheck({arch, Scheme::Pre, NormKind::LayerNorm, false, cap, "softcap"});
   }
 }
 

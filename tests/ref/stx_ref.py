@@ -10,7 +10,9 @@ just its "model" section. Weights are converted to float64 by `to_float64`.
 
 Papers: Post-LN / Pre-LN sub-layers (Xiong et al. 2020), DeepNorm x ← LN(α·x + G(x)) and
 its α/β table (Wang et al. 2022, DeepNet Figure 2(b)), σReparam Ŵ = γ·W/σ(W)
-(Zhai et al. 2023).
+(Zhai et al. 2023), and the stabilizers of docs/model.md#stabilizers: ReZero, LayerScale,
+Peri-LN, Mix-LN, LayerNorm Scaling, depth-scaled residuals, Dynamic Tanh, QK-LayerNorm and
+soft-capping.
 
 `self_check()` validates this reference against torch.nn.functional / torch.nn layers and the
 worked α/β values of docs/reference.md#deepnorm-coefficients (test_parity.py runs it first).
@@ -112,6 +114,9 @@ def norm(w, prefix, x, cfg):
         return layer_norm(x, _req(w, prefix + ".weight"), _req(w, prefix + ".bias"), eps)
     if kind == "rmsnorm":
         return rms_norm(x, _req(w, prefix + ".weight"), eps)
+    if kind == "dyt":  # Dynamic Tanh: weight ⊙ tanh(alpha·x) + bias
+        a = _req(w, prefix + ".alpha").reshape(())
+        return torch.tanh(a * x) * _req(w, prefix + ".weight") + _req(w, prefix + ".bias")
     if kind == "none":
         return x
     raise ValueError(f"unknown norm {kind!r}")
@@ -184,7 +189,14 @@ def attention(w, prefix, x_q, x_kv, key_pad, causal, cfg):
     q = q.reshape(B, Tq, h, dh).transpose(1, 2)  # [B, h, Tq, dh]
     k = k.reshape(B, Tk, h, dh).transpose(1, 2)
     v = v.reshape(B, Tk, h, dh).transpose(1, 2)
+    if m.get("qk_norm", False):  # QK-LayerNorm over each head's d_h features
+        eps = float(m["norm_eps"])
+        q = layer_norm(q, _req(w, prefix + ".q_norm.weight"), _req(w, prefix + ".q_norm.bias"), eps)
+        k = layer_norm(k, _req(w, prefix + ".k_norm.weight"), _req(w, prefix + ".k_norm.bias"), eps)
     scores = q @ k.transpose(-1, -2) / math.sqrt(dh)  # [B, h, Tq, Tk]
+    cap = float(m.get("attn_softcap", 0.0))
+    if cap > 0:
+        scores = cap * torch.tanh(scores / cap)
     mask = key_pad[:, None, None, :].expand(B, 1, Tq, Tk)
     if causal:
         future = torch.arange(Tk)[None, :] > torch.arange(Tq)[:, None]  # key pos > query pos
@@ -201,52 +213,85 @@ def ffn(w, prefix, x, cfg):
     return linear(w, prefix + ".fc2", hdn, cfg)
 
 
-def sublayer(x, G, N, scheme, alpha=1.0):
-    """One residual sub-layer: G the function, N the norm (callables)."""
-    if scheme in ("post", "post-init"):
-        return N(x + G(x))
-    if scheme == "deepnorm":
-        return N(alpha * x + G(x))
-    if scheme == "pre":
-        return x + G(N(x))
-    raise ValueError(f"unknown scheme {scheme!r}")
+POST_STYLE = ("post", "post-init", "deepnorm")
+# sub-layer -> (its norm, Peri-LN's output norm, ReZero's α, LayerScale's λ)
+SUBLAYER_NAMES = {
+    "self_attn": ("self_attn_layer_norm", "self_attn_out_layer_norm", "self_attn_resweight", "gamma_1"),
+    "encoder_attn": ("encoder_attn_layer_norm", "encoder_attn_out_layer_norm", "encoder_attn_resweight",
+                     "gamma_cross"),
+    "ffn": ("final_layer_norm", "ffn_out_layer_norm", "ffn_resweight", "gamma_2"),
+}
+
+
+def post_style(cfg, i, L):
+    """Layer i (0-based) of L joins its sub-layers Post-LN style: x ← N(α·x + G(x))."""
+    m = model_cfg(cfg)
+    if m["scheme"] == "mix-ln":
+        return i < math.floor(float(m["mix_ln_ratio"]) * L)
+    return m["scheme"] in POST_STYLE
+
+
+def has_final_norm(cfg):
+    s = model_cfg(cfg)["scheme"]
+    return s not in POST_STYLE and s != "rezero"
+
+
+def sublayer(w, cfg, p, which, x, G, i, L, alpha):
+    """One residual sub-layer `which` of layer prefix p (index i of L), docs/model.md."""
+    m = model_cfg(cfg)
+    s = m["scheme"]
+    n_name, out_name, rz_name, ls_name = SUBLAYER_NAMES[which]
+    N = lambda y: norm(w, f"{p}.{n_name}", y, cfg)  # noqa: E731
+    if post_style(cfg, i, L):
+        return N((alpha if s == "deepnorm" else 1.0) * x + G(x))
+    h = N(x)
+    if s == "ln-scaling":
+        h = h / math.sqrt(i + 1)
+    b = G(h)
+    if s == "peri-ln":
+        b = norm(w, f"{p}.{out_name}", b, cfg)
+    if s == "rezero":
+        b = _req(w, f"{p}.{rz_name}").reshape(()) * b
+    if s == "layerscale":
+        b = _req(w, f"{p}.{ls_name}") * b
+    if s == "depth-scaled":
+        b = float(m["residual_scale"]) / math.sqrt(L) * b
+    return x + b
 
 
 # --------------------------------------------------------------------------- layers and stacks
 
 def encoder_layer(w, cfg, i, x, src_pad, alpha=None):
     p = f"encoder.layers.{i}"
-    s = model_cfg(cfg)["scheme"]
+    L = model_cfg(cfg)["encoder_layers"]
     a = residual_alpha(cfg, "encoder") if alpha is None else alpha
-    x = sublayer(x, lambda y: attention(w, p + ".self_attn", y, y, src_pad, False, cfg),
-                 lambda y: norm(w, p + ".self_attn_layer_norm", y, cfg), s, a)
-    x = sublayer(x, lambda y: ffn(w, p + ".ffn", y, cfg),
-                 lambda y: norm(w, p + ".final_layer_norm", y, cfg), s, a)
+    x = sublayer(w, cfg, p, "self_attn", x, lambda y: attention(w, p + ".self_attn", y, y, src_pad, False, cfg),
+                 i, L, a)
+    x = sublayer(w, cfg, p, "ffn", x, lambda y: ffn(w, p + ".ffn", y, cfg), i, L, a)
     return x
 
 
 def decoder_layer(w, cfg, i, x, tgt_pad, enc_out=None, src_pad=None, alpha=None):
     p = f"decoder.layers.{i}"
-    s = model_cfg(cfg)["scheme"]
+    L = model_cfg(cfg)["decoder_layers"]
     a = residual_alpha(cfg, "decoder") if alpha is None else alpha
-    x = sublayer(x, lambda y: attention(w, p + ".self_attn", y, y, tgt_pad, True, cfg),
-                 lambda y: norm(w, p + ".self_attn_layer_norm", y, cfg), s, a)
+    x = sublayer(w, cfg, p, "self_attn", x, lambda y: attention(w, p + ".self_attn", y, y, tgt_pad, True, cfg),
+                 i, L, a)
     if enc_out is not None:
-        x = sublayer(x, lambda y: attention(w, p + ".encoder_attn", y, enc_out, src_pad, False, cfg),
-                     lambda y: norm(w, p + ".encoder_attn_layer_norm", y, cfg), s, a)
-    x = sublayer(x, lambda y: ffn(w, p + ".ffn", y, cfg),
-                 lambda y: norm(w, p + ".final_layer_norm", y, cfg), s, a)
+        x = sublayer(w, cfg, p, "encoder_attn", x,
+                     lambda y: attention(w, p + ".encoder_attn", y, enc_out, src_pad, False, cfg), i, L, a)
+    x = sublayer(w, cfg, p, "ffn", x, lambda y: ffn(w, p + ".ffn", y, cfg), i, L, a)
     return x
 
 
 def encoder(w, cfg, src):
-    """Encoder stack output [B, Ts, d] (after the final norm for scheme pre)."""
+    """Encoder stack output [B, Ts, d] (after the final norm for Pre-LN-style schemes)."""
     m = model_cfg(cfg)
     src_pad = padding_mask(src, cfg)
     x = embed(w, cfg, "encoder", src)
     for i in range(m["encoder_layers"]):
         x = encoder_layer(w, cfg, i, x, src_pad)
-    if m["scheme"] == "pre":
+    if has_final_norm(cfg):
         x = norm(w, "encoder.layer_norm", x, cfg)
     return x
 
@@ -259,7 +304,7 @@ def decoder(w, cfg, tgt, enc_out=None, src=None):
     x = embed(w, cfg, "decoder", tgt)
     for i in range(m["decoder_layers"]):
         x = decoder_layer(w, cfg, i, x, tgt_pad, enc_out, src_pad)
-    if m["scheme"] == "pre":
+    if has_final_norm(cfg):
         x = norm(w, "decoder.layer_norm", x, cfg)
     return x
 
@@ -269,8 +314,11 @@ def output_logits(w, cfg, h):
     m = model_cfg(cfg)
     side = "encoder" if m["arch"] == "encoder" else "decoder"
     if m["tie_embeddings"]:
-        return h @ embedding_matrix(w, cfg, side).t()
-    return linear(w, f"{side}.output_projection", h, cfg, has_bias=False)
+        z = h @ embedding_matrix(w, cfg, side).t()
+    else:
+        z = linear(w, f"{side}.output_projection", h, cfg, has_bias=False)
+    cap = float(m.get("logit_softcap", 0.0))
+    return cap * torch.tanh(z / cap) if cap > 0 else z
 
 
 def forward(weights, cfg, src=None, tgt=None):
@@ -309,15 +357,33 @@ def expected_shapes(cfg):
             out[prefix + ".u"] = [n_out]
             out[prefix + ".v"] = [n_in]
 
+    scheme = m["scheme"]
+
     def nrm(prefix):
-        if kind in ("layernorm", "rmsnorm"):
+        if kind in ("layernorm", "rmsnorm", "dyt"):
             out[prefix + ".weight"] = [d]
-        if kind == "layernorm":
+        if kind in ("layernorm", "dyt"):
             out[prefix + ".bias"] = [d]
+        if kind == "dyt":
+            out[prefix + ".alpha"] = [1]
 
     def attn(prefix):
         for p in ("q_proj", "k_proj", "v_proj", "out_proj"):
             lin(f"{prefix}.{p}", d, d)
+        if m.get("qk_norm", False):
+            dh = d // m["n_heads"]
+            for n in ("q_norm", "k_norm"):
+                out[f"{prefix}.{n}.weight"], out[f"{prefix}.{n}.bias"] = [dh], [dh]
+
+    def own(p, which):  # the sub-layer's scheme parameters
+        n_name, out_name, rz_name, ls_name = SUBLAYER_NAMES[which]
+        nrm(f"{p}.{n_name}")
+        if scheme == "peri-ln":
+            nrm(f"{p}.{out_name}")
+        if scheme == "rezero":
+            out[f"{p}.{rz_name}"] = [1]
+        if scheme == "layerscale":
+            out[f"{p}.{ls_name}"] = [d]
 
     sides = {"encoder": ["encoder"], "decoder": ["decoder"],
              "encoder-decoder": ["encoder", "decoder"]}[arch]
@@ -329,14 +395,14 @@ def expected_shapes(cfg):
         for i in range(m[f"{side}_layers"]):
             p = f"{side}.layers.{i}"
             attn(p + ".self_attn")
-            nrm(p + ".self_attn_layer_norm")
+            own(p, "self_attn")
             if side == "decoder" and arch == "encoder-decoder":
                 attn(p + ".encoder_attn")
-                nrm(p + ".encoder_attn_layer_norm")
+                own(p, "encoder_attn")
             lin(p + ".ffn.fc1", dff, d)
             lin(p + ".ffn.fc2", d, dff)
-            nrm(p + ".final_layer_norm")
-        if m["scheme"] == "pre":
+            own(p, "ffn")
+        if has_final_norm(cfg):
             nrm(f"{side}.layer_norm")
     if not m["tie_embeddings"]:
         lin(("encoder" if arch == "encoder" else "decoder") + ".output_projection", V, d,
@@ -348,7 +414,7 @@ def linear_names(cfg):
     """Prefixes of every linear layer (the ones σReparam and the init schemes act on)."""
     return sorted(n[: -len(".weight")] for n in expected_shapes(cfg)
                   if n.endswith(".weight") and (".layers." in n or "output_projection" in n)
-                  and "layer_norm" not in n)
+                  and "layer_norm" not in n and "_norm." not in n)
 
 
 # --------------------------------------------------------------------------- self-check

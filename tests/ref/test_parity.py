@@ -46,7 +46,9 @@ BASE = dict(arch="encoder", vocab_size=50, d_model=16, n_heads=4, d_ff=32, encod
             decoder_layers=2, scheme="post", sigma_reparam=False, gamma_init="sigma",
             norm="layernorm", norm_eps=1e-5, activation="relu", qk_init="xavier", bias=True,
             tie_embeddings=True, positions="sinusoidal", embed_scale=True, dropout=0.1,
-            attention_dropout=0.1, max_len=64, pad_id=1)  # dropout ≠ 0: forward must be eval
+            attention_dropout=0.1, max_len=64, pad_id=1,  # dropout ≠ 0: forward must be eval
+            dyt_alpha=0.5, layerscale_init=0.0, mix_ln_ratio=0.25, residual_scale=1.0,
+            qk_norm=False, attn_softcap=0.0, logit_softcap=0.0)
 # A different width per architecture, so head splits of 4, 3 and 2 heads are all exercised.
 SIZES = {"encoder": dict(d_model=16, n_heads=4, d_ff=32),
          "decoder": dict(d_model=24, n_heads=3, d_ff=48),
@@ -77,6 +79,27 @@ def build_cases():
         if norm == "none" and scheme not in ("post", "post-init"):
             continue
         add(f"{scheme}/{norm}", arch, scheme=scheme, norm=norm)
+    # the stabilizers of docs/model.md#stabilizers × arch (mix_ln_ratio 0.5: both kinds of layer)
+    for arch in ARCHS:
+        add("rezero", arch, scheme="rezero", norm="none")
+        add("layerscale (CaiT eps)", arch, scheme="layerscale")
+        add("layerscale eps=0.3 rmsnorm", arch, scheme="layerscale", layerscale_init=0.3, norm="rmsnorm")
+        add("peri-ln", arch, scheme="peri-ln")
+        add("mix-ln p=0.5", arch, scheme="mix-ln", mix_ln_ratio=0.5)
+        add("ln-scaling", arch, scheme="ln-scaling")
+        add("depth-scaled a=1.5", arch, scheme="depth-scaled", residual_scale=1.5)
+        add("dyt pre", arch, scheme="pre", norm="dyt", dyt_alpha=0.8)
+        add("dyt peri-ln", arch, scheme="peri-ln", norm="dyt")
+        add("qk_norm post", arch, qk_norm=True)
+        add("qk_norm pre rmsnorm", arch, scheme="pre", qk_norm=True, norm="rmsnorm")
+        add("softcap attn 0.3 logits 2", arch, attn_softcap=0.3, logit_softcap=2.0)
+    add("mix-ln p=0.25 (default) 8L-4L", "encoder-decoder", scheme="mix-ln", encoder_layers=8,
+        decoder_layers=4)
+    add("combined: mix-ln qk_norm softcap sigma untied", "encoder-decoder",
+        scheme="mix-ln", mix_ln_ratio=0.5, qk_norm=True, attn_softcap=1.0, logit_softcap=3.0,
+        sigma_reparam=True, tie_embeddings=False)
+    add("combined: layerscale dyt qk_norm learned gelu", "decoder", scheme="layerscale",
+        norm="dyt", qk_norm=True, positions="learned", activation="gelu", layerscale_init=0.2)
     # variants
     add("sigma_reparam gamma=sigma untied", "encoder", sigma_reparam=True, tie_embeddings=False)
     add("sigma_reparam gamma=sigma pre", "decoder", sigma_reparam=True, scheme="pre")
@@ -218,8 +241,18 @@ def check_init_exact(w, cfg):
     for k, t in w.items():
         if k.endswith(".bias") and t.abs().max().item() != 0:
             errs.append(f"{k} not zero")
-        if "layer_norm" in k and k.endswith(".weight") and not torch.all(t == 1):
+        if ("layer_norm" in k or "_norm." in k) and k.endswith(".weight") and not torch.all(t == 1):
             errs.append(f"{k} not one")
+        if k.endswith(".alpha") and not torch.all(t == np.float32(m["dyt_alpha"])):
+            errs.append(f"{k} = {t.flatten()[0].item():.7g}, want dyt_alpha {m['dyt_alpha']}")
+        if k.endswith("_resweight") and not torch.all(t == 0):
+            errs.append(f"{k} not zero (ReZero initializes α to 0)")
+        if k.rsplit(".", 1)[-1] in ("gamma_1", "gamma_2", "gamma_cross"):
+            side = k.split(".")[0]
+            L = m[f"{side}_layers"]
+            eps = m["layerscale_init"] or (0.1 if L <= 18 else 1e-5 if L <= 24 else 1e-6)  # CaiT
+            if not torch.all(t == np.float32(eps)):
+                errs.append(f"{k} not {eps:g} (LayerScale ε)")
     for p in ref.linear_names(cfg):
         W = w[p + ".weight"].double()
         if m["qk_init"] == "zero" and (p.endswith("q_proj") or p.endswith("k_proj")):
@@ -295,8 +328,12 @@ def perturb(w, cfg, gen):
         r = torch.randn(t.shape, generator=gen, dtype=torch.float64)
         if k.endswith(".bias"):
             out[k] = (t.double() + 0.2 * r).float()
-        elif "layer_norm" in k and k.endswith(".weight"):
+        elif ("layer_norm" in k or "_norm." in k) and k.endswith(".weight"):
             out[k] = (t.double() + 0.2 * r).float()
+        elif k.endswith(".alpha") or k.rsplit(".", 1)[-1] in ("gamma_1", "gamma_2", "gamma_cross"):
+            out[k] = (t.double() + 0.2 * r).float()
+        elif k.endswith("_resweight"):
+            out[k] = (0.5 * r).float()
         elif k.endswith(".gamma"):
             out[k] = (t.double() * torch.exp(0.2 * r)).float()
         elif k.endswith(".u") or k.endswith(".v"):

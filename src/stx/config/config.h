@@ -10,9 +10,13 @@ namespace stx {
 enum class Arch { Encoder, Decoder, EncoderDecoder };
 // post: x ← Norm(x + G(x)); pre: x ← x + G(Norm(x)) + final norm; deepnorm: x ← Norm(αx + G(x))
 // with β-scaled init (Wang et al. 2022); post-init: Post-LN with layer l's weights divided by
-// N−l+1 (DeepNet §3).
-enum class Scheme { Post, Pre, DeepNorm, PostInit };
-enum class NormKind { LayerNorm, RMSNorm, None };
+// N−l+1 (DeepNet §3). The later stabilizers (docs/model.md, docs/reference.md#stabilizers):
+// rezero x ← x + α_l·G(x); layerscale x ← x + λ_l ⊙ G(N(x)); peri-ln x ← x + N(G(N(x)));
+// mix-ln Post-LN in the first ⌊p·L⌋ layers, Pre-LN above; ln-scaling Pre-LN with the norm's
+// output × 1/√l; depth-scaled Pre-LN with the branch × a/√L.
+enum class Scheme { Post, Pre, DeepNorm, PostInit, ReZero, LayerScale, PeriLN, MixLN, LNScaling, DepthScaled };
+// dyt: Dynamic Tanh γ ⊙ tanh(α·x) + β (Zhu et al. 2025).
+enum class NormKind { LayerNorm, RMSNorm, None, DyT };
 enum class Activation { ReLU, GELU };
 enum class QKInit { Xavier, Zero };
 enum class Positions { Sinusoidal, Learned, None };
@@ -36,6 +40,13 @@ struct ModelConfig {
   GammaInit gamma_init = GammaInit::Sigma;
   NormKind norm = NormKind::LayerNorm;
   double norm_eps = 1e-5;
+  double dyt_alpha = 0.5;        // Dynamic Tanh: initial α
+  double layerscale_init = 0.0;  // LayerScale ε; 0: CaiT's rule by depth (0.1 ≤ 18, 1e-5 ≤ 24, 1e-6 beyond)
+  double mix_ln_ratio = 0.25;    // Mix-LN: the first ⌊p·L⌋ layers are Post-LN
+  double residual_scale = 1.0;   // depth-scaled: a in the branch multiplier a/√L
+  bool qk_norm = false;          // QK-LayerNorm: per-head LayerNorm of q and k
+  double attn_softcap = 0.0;     // attention logits z ← c·tanh(z/c) (0: off; Gemma 2 uses 50)
+  double logit_softcap = 0.0;    // output logits z ← c·tanh(z/c) (0: off; Gemma 2 uses 30)
   Activation activation = Activation::ReLU;
   QKInit qk_init = QKInit::Xavier;
   bool bias = true;
@@ -51,6 +62,12 @@ struct ModelConfig {
   bool has_decoder() const { return arch != Arch::Encoder; }
 };
 
+// Layer l (0-based) of a stack of L joins its sub-layers Post-LN-style (x ← N(αx + G(x))) rather
+// than Pre-LN-style (x ← x + branch(x)): post, deepnorm, post-init, and Mix-LN's lower layers.
+bool post_style_layer(Scheme s, double mix_ln_ratio, int64_t l, int64_t L);
+// The stack ends in a final norm (every Pre-LN-style scheme; ReZero's is the identity, no norm).
+bool has_final_norm(Scheme s);
+
 struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::Adam;
   double lr = 5e-4;
@@ -63,6 +80,7 @@ struct TrainConfig {
   int64_t max_steps = 1000;
   int64_t max_tokens = 4096;
   double clip_norm = 0.0;
+  double z_loss = 0.0;  // + c·log²Z of the output softmax per token (0: off; PaLM uses 1e-4)
   double label_smoothing = 0.1;
   int64_t log_every = 10;
   int64_t eval_every = 200;

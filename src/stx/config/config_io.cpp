@@ -75,10 +75,20 @@ struct EnumNames {
 
 const EnumNames<Arch> kArch{
     {{"encoder", Arch::Encoder}, {"decoder", Arch::Decoder}, {"encoder-decoder", Arch::EncoderDecoder}}};
-const EnumNames<Scheme> kScheme{
-    {{"post", Scheme::Post}, {"pre", Scheme::Pre}, {"deepnorm", Scheme::DeepNorm}, {"post-init", Scheme::PostInit}}};
-const EnumNames<NormKind> kNorm{
-    {{"layernorm", NormKind::LayerNorm}, {"rmsnorm", NormKind::RMSNorm}, {"none", NormKind::None}}};
+const EnumNames<Scheme> kScheme{{{"post", Scheme::Post},
+                                 {"pre", Scheme::Pre},
+                                 {"deepnorm", Scheme::DeepNorm},
+                                 {"post-init", Scheme::PostInit},
+                                 {"rezero", Scheme::ReZero},
+                                 {"layerscale", Scheme::LayerScale},
+                                 {"peri-ln", Scheme::PeriLN},
+                                 {"mix-ln", Scheme::MixLN},
+                                 {"ln-scaling", Scheme::LNScaling},
+                                 {"depth-scaled", Scheme::DepthScaled}}};
+const EnumNames<NormKind> kNorm{{{"layernorm", NormKind::LayerNorm},
+                                 {"rmsnorm", NormKind::RMSNorm},
+                                 {"dyt", NormKind::DyT},
+                                 {"none", NormKind::None}}};
 const EnumNames<Activation> kAct{{{"relu", Activation::ReLU}, {"gelu", Activation::GELU}}};
 const EnumNames<QKInit> kQK{{{"xavier", QKInit::Xavier}, {"zero", QKInit::Zero}}};
 const EnumNames<Positions> kPos{
@@ -159,6 +169,13 @@ std::vector<Key> keys_of(Config& c) {
       enum_key("model.gamma_init", m.gamma_init, kGamma),
       enum_key("model.norm", m.norm, kNorm),
       real_key("model.norm_eps", m.norm_eps),
+      real_key("model.dyt_alpha", m.dyt_alpha),
+      real_key("model.layerscale_init", m.layerscale_init),
+      real_key("model.mix_ln_ratio", m.mix_ln_ratio),
+      real_key("model.residual_scale", m.residual_scale),
+      bool_key("model.qk_norm", m.qk_norm),
+      real_key("model.attn_softcap", m.attn_softcap),
+      real_key("model.logit_softcap", m.logit_softcap),
       enum_key("model.activation", m.activation, kAct),
       enum_key("model.qk_init", m.qk_init, kQK),
       bool_key("model.bias", m.bias),
@@ -180,6 +197,7 @@ std::vector<Key> keys_of(Config& c) {
       int_key("train.max_steps", t.max_steps),
       int_key("train.max_tokens", t.max_tokens),
       real_key("train.clip_norm", t.clip_norm),
+      real_key("train.z_loss", t.z_loss),
       real_key("train.label_smoothing", t.label_smoothing),
       int_key("train.log_every", t.log_every),
       int_key("train.eval_every", t.eval_every),
@@ -253,6 +271,18 @@ std::string yaml_scalar_text(const YAML::Node& n, const std::string& key) {
 
 std::string to_string(Arch v) { return kArch.name(v); }
 std::string to_string(Scheme v) { return kScheme.name(v); }
+
+bool post_style_layer(Scheme s, double mix_ln_ratio, int64_t l, int64_t L) {
+  switch (s) {
+    case Scheme::Post:
+    case Scheme::DeepNorm:
+    case Scheme::PostInit: return true;
+    case Scheme::MixLN: return l < static_cast<int64_t>(std::floor(mix_ln_ratio * static_cast<double>(L)));
+    default: return false;
+  }
+}
+
+bool has_final_norm(Scheme s) { return !post_style_layer(s, 0.0, 0, 1) && s != Scheme::ReZero; }
 std::string to_string(NormKind v) { return kNorm.name(v); }
 std::string to_string(Activation v) { return kAct.name(v); }
 std::string to_string(QKInit v) { return kQK.name(v); }

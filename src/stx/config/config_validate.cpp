@@ -3,6 +3,8 @@
 // the value as written and what is allowed.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "stx/config/config_io.h"
 #include "stx/core/error.h"
 
@@ -41,10 +43,33 @@ void validate(const Config& c) {
     fail("model.attention_dropout", as_written(m.attention_dropout), "must be in [0, 1)");
   if (m.pad_id < -1 || m.pad_id >= m.vocab_size)
     fail("model.pad_id", as_written(m.pad_id), "must be -1 (none) or a token id below model.vocab_size");
-  if (m.norm == NormKind::None && (m.scheme == Scheme::DeepNorm || m.scheme == Scheme::Pre))
+  // Which norms each scheme is defined with (docs/model.md#stabilizers).
+  const auto scheme = to_string(m.scheme);
+  if (m.scheme == Scheme::ReZero && m.norm != NormKind::None)
+    fail("model.norm", to_string(m.norm),
+         "is not allowed with scheme rezero: ReZero (Bachlechner et al. 2020) has no norm; set model.norm: none");
+  const bool norm_free_ok = m.scheme == Scheme::Post || m.scheme == Scheme::PostInit || m.scheme == Scheme::ReZero;
+  if (m.norm == NormKind::None && !norm_free_ok)
     fail("model.norm", "none",
-         "scheme '" + to_string(m.scheme) +
-             "' needs a norm; norm: none is allowed with scheme post or post-init (e.g. with sigma_reparam)");
+         "scheme '" + scheme +
+             "' needs a norm; norm: none is allowed with scheme post, post-init (e.g. with sigma_reparam) or rezero");
+  if (m.norm == NormKind::DyT && post_style_layer(m.scheme, m.mix_ln_ratio, 0, 1))
+    fail("model.norm", "dyt",
+         "is not allowed with scheme '" + scheme +
+             "': Dynamic Tanh (Zhu et al. 2025) is defined as the norm of Pre-LN-style sub-layers; "
+             "use it with pre, layerscale, peri-ln, ln-scaling or depth-scaled");
+  if (!(m.dyt_alpha > 0) || !std::isfinite(m.dyt_alpha))
+    fail("model.dyt_alpha", as_written(m.dyt_alpha), "must be a finite number > 0");
+  if (!(m.layerscale_init >= 0) || !std::isfinite(m.layerscale_init))
+    fail("model.layerscale_init", as_written(m.layerscale_init), "must be ≥ 0 (0: CaiT's rule by depth)");
+  if (!(m.mix_ln_ratio >= 0 && m.mix_ln_ratio <= 1))
+    fail("model.mix_ln_ratio", as_written(m.mix_ln_ratio), "must be in [0, 1]");
+  if (!(m.residual_scale > 0) || !std::isfinite(m.residual_scale))
+    fail("model.residual_scale", as_written(m.residual_scale), "must be a finite number > 0");
+  if (!(m.attn_softcap >= 0) || !std::isfinite(m.attn_softcap))
+    fail("model.attn_softcap", as_written(m.attn_softcap), "must be ≥ 0 (0: off)");
+  if (!(m.logit_softcap >= 0) || !std::isfinite(m.logit_softcap))
+    fail("model.logit_softcap", as_written(m.logit_softcap), "must be ≥ 0 (0: off)");
   if (m.sigma_reparam && m.qk_init == QKInit::Zero)
     fail("model.qk_init", "zero",
          "is not allowed with model.sigma_reparam: true (W/σ(W) is undefined at W = 0); "
@@ -59,6 +84,7 @@ void validate(const Config& c) {
   if (t.warmup_steps < 0) fail("train.warmup_steps", as_written(t.warmup_steps), "must be ≥ 0");
   positive("train.max_steps", t.max_steps);
   positive("train.max_tokens", t.max_tokens);
+  if (!(t.z_loss >= 0) || !std::isfinite(t.z_loss)) fail("train.z_loss", as_written(t.z_loss), "must be ≥ 0 (0: off)");
   if (t.clip_norm < 0) fail("train.clip_norm", as_written(t.clip_norm), "must be ≥ 0 (0 disables clipping)");
   if (t.label_smoothing < 0 || t.label_smoothing >= 1)
     fail("train.label_smoothing", as_written(t.label_smoothing), "must be in [0, 1)");

@@ -1,6 +1,10 @@
 // stx/config/schemes.cpp — the scheme table of schemes.h.
 #include "stx/config/schemes.h"
 
+#include <algorithm>
+
+#include "stx/config/config_io.h"
+
 namespace stx {
 
 const std::vector<SchemeRow>& scheme_table() {
@@ -30,22 +34,87 @@ const std::vector<SchemeRow>& scheme_table() {
        "x ← x + G(x) with every linear as γ·W/σ(W) and no normalization (Zhai et al. 2023 §5)",
        "#8c564b", "#c49c94", Scheme::Post, true, NormKind::None,
        kUseCollapse | kUseCollapseSgd},
+      // The stabilizers of 2019–2026 (docs/model.md#stabilizers).
+      {"rezero", "rezero", "", "ReZero", "",
+       "x ← x + α_l·G(x), α_l = 0 at init, no norm (Bachlechner et al. 2020)",
+       "#17becf", "#9edae5", Scheme::ReZero, false, NormKind::None, kUseSweep},
+      {"layerscale", "layerscale", "", "LayerScale", "",
+       "x ← x + λ_l ⊙ G(LN(x)), λ_l = ε at init (CaiT; Touvron et al. 2021)",
+       "#bcbd22", "#dbdb8d", Scheme::LayerScale, false, std::nullopt, kUseSweep},
+      {"peri-ln", "peri_ln", "", "Peri-LN", "",
+       "x ← x + LN(G(LN(x))) (Kim et al. 2025)",
+       "#e377c2", "#f7b6d2", Scheme::PeriLN, false, std::nullopt, kUseSweep},
+      {"mix-ln", "mix_ln", "", "Mix-LN", "",
+       "Post-LN in the first ⌊p·L⌋ layers, Pre-LN above (Li et al. 2024)",
+       "#7f7f7f", "#c7c7c7", Scheme::MixLN, false, std::nullopt, kUseSweep},
+      {"ln-scaling", "ln_scaling", "", "LayerNorm Scaling", "",
+       "Pre-LN with layer l's norm outputs × 1/√l (Sun et al. 2025)",
+       "#393b79", "#9c9ede", Scheme::LNScaling, false, std::nullopt, kUseSweep},
+      {"depth-scaled", "depth_scaled", "", "Depth-scaled residual", "",
+       "x ← x + (a/√L)·G(LN(x)) (depth-μP; Yang et al. 2023, Bordelon et al. 2023)",
+       "#637939", "#b5cf6b", Scheme::DepthScaled, false, std::nullopt, kUseSweep},
+      {"pre-rms", "pre_rms", "", "Pre-LN (RMSNorm)", "",
+       "x ← x + G(RMSNorm(x)) (Zhang & Sennrich 2019)",
+       "#8c6d31", "#e7ba52", Scheme::Pre, false, NormKind::RMSNorm, kUseSweep},
+      {"pre-dyt", "pre_dyt", "", "Pre-LN (Dynamic Tanh)", "",
+       "x ← x + G(DyT(x)), DyT = γ ⊙ tanh(αx) + β (Zhu et al. 2025)",
+       "#843c39", "#e7969c", Scheme::Pre, false, NormKind::DyT, kUseSweep},
+      {"post-qknorm", "post_qknorm", "", "Post-LN + QK-LayerNorm", "",
+       "Post-LN with q and k layer-normalized per head (Dehghani et al. 2023)",
+       "#7b4173", "#ce6dbd", Scheme::Post, false, std::nullopt, kUseSweep, {"model.qk_norm=true"}},
+      {"pre-qknorm", "pre_qknorm", "", "Pre-LN + QK-LayerNorm", "",
+       "Pre-LN with q and k layer-normalized per head (Wortsman et al. 2023)",
+       "#a55194", "#de9ed6", Scheme::Pre, false, std::nullopt, kUseSweep, {"model.qk_norm=true"}},
+      {"post-zloss", "post_zloss", "", "Post-LN + z-loss", "",
+       "Post-LN trained with + 1e-4·log²Z (PaLM; Chowdhery et al. 2022)",
+       "#31a354", "#a1d99b", Scheme::Post, false, std::nullopt, kUseSweep, {"train.z_loss=0.0001"}},
+      {"pre-zloss", "pre_zloss", "", "Pre-LN + z-loss", "",
+       "Pre-LN trained with + 1e-4·log²Z (PaLM; Chowdhery et al. 2022)",
+       "#74c476", "#c7e9c0", Scheme::Pre, false, std::nullopt, kUseSweep, {"train.z_loss=0.0001"}},
+      {"post-softcap", "post_softcap", "", "Post-LN + soft-capping", "",
+       "Post-LN with attention logits 50·tanh(z/50), output logits 30·tanh(z/30) (Gemma 2)",
+       "#e6550d", "#fdae6b", Scheme::Post, false, std::nullopt, kUseSweep,
+       {"model.attn_softcap=50", "model.logit_softcap=30"}},
+      {"pre-softcap", "pre_softcap", "", "Pre-LN + soft-capping", "",
+       "Pre-LN with attention logits 50·tanh(z/50), output logits 30·tanh(z/30) (Gemma 2)",
+       "#fd8d3c", "#fdd0a2", Scheme::Pre, false, std::nullopt, kUseSweep,
+       {"model.attn_softcap=50", "model.logit_softcap=30"}},
+      {"pre-sigma", "pre_sigma", "", "Pre-LN + σReparam", "",
+       "Pre-LN with every linear reparametrized as γ·W/σ(W) (Zhai et al. 2023)",
+       "#756bb1", "#bcbddc", Scheme::Pre, true, std::nullopt, kUseSweep},
   };
   // clang-format on
   return rows;
+}
+
+const std::vector<std::string>& modifier_defaults() {
+  static const std::vector<std::string> d{"model.qk_norm=false", "model.attn_softcap=0", "model.logit_softcap=0",
+                                          "train.z_loss=0"};
+  return d;
 }
 
 std::vector<std::string> SchemeRow::overrides() const {
   std::vector<std::string> o{"model.scheme=" + to_string(scheme),
                              std::string("model.sigma_reparam=") + (sigma_reparam ? "true" : "false")};
   if (norm) o.push_back("model.norm=" + to_string(*norm));
+  for (auto& d : modifier_defaults()) {
+    const auto key = d.substr(0, d.find('=') + 1);
+    auto on =
+        std::find_if(modifiers.begin(), modifiers.end(), [&](const std::string& m) { return m.rfind(key, 0) == 0; });
+    o.push_back(on == modifiers.end() ? d : *on);
+  }
   return o;
 }
 
+void SchemeRow::apply(Config& c) const {
+  for (auto& o : overrides()) apply_override(c, o);
+}
+
 void SchemeRow::apply(ModelConfig& m) const {
-  m.scheme = scheme;
-  m.sigma_reparam = sigma_reparam;
-  if (norm) m.norm = *norm;
+  Config c;
+  c.model = m;
+  apply(c);
+  m = c.model;
 }
 
 std::vector<const SchemeRow*> schemes_used_by(SchemeUse u) {

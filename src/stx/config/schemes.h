@@ -35,14 +35,23 @@ struct SchemeRow {
   bool sigma_reparam = false;    // model.sigma_reparam
   std::optional<NormKind> norm;  // model.norm, when the variant fixes it
   unsigned uses = 0;
+  // The modifiers the variant switches on ("model.qk_norm=true", …); every modifier it does
+  // not name is set to off (modifier_defaults()), so a row is the whole variant.
+  std::vector<std::string> modifiers = {};
 
-  // The --set assignments that select this variant: model.scheme, model.sigma_reparam, and
-  // model.norm when the row fixes it.
+  // The --set assignments that select this variant: model.scheme, model.sigma_reparam,
+  // model.norm when the row fixes it, and every modifier.
   std::vector<std::string> overrides() const;
-  // The same assignments applied to a model config.
+  // The same assignments applied to a config; to a model config alone (train.* modifiers such as
+  // train.z_loss then have no effect: for callers that do not train with a TrainConfig).
+  void apply(Config& c) const;
   void apply(ModelConfig& m) const;
   bool used_by(SchemeUse u) const { return (uses & u) != 0; }
 };
+
+// "key=value" for every modifier a row may switch on, at its off value:
+// model.qk_norm, model.attn_softcap, model.logit_softcap, train.z_loss.
+const std::vector<std::string>& modifier_defaults();
 
 // Every row, in table order (DeepNet Table 1's: Post-LN, Pre-LN, DeepNorm, then the rest).
 const std::vector<SchemeRow>& scheme_table();

@@ -102,7 +102,8 @@ class ResidualNorm : public torch::autograd::Function<ResidualNorm> {
 }  // namespace
 
 bool residual_norm_available(const torch::Tensor& x, NormKind kind) {
-  return kernels() == Kernels::Fused && x.device().is_cpu() && kind != NormKind::None &&
+  return kernels() == Kernels::Fused && x.device().is_cpu() &&
+         (kind == NormKind::LayerNorm || kind == NormKind::RMSNorm) &&
          (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
 }
 

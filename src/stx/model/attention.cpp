@@ -9,18 +9,27 @@
 namespace stx {
 
 AttentionImpl::AttentionImpl(const ModelConfig& m)
-    : heads_(m.n_heads), d_head_(m.d_model / m.n_heads), attention_dropout_(m.attention_dropout) {
+    : heads_(m.n_heads),
+      d_head_(m.d_model / m.n_heads),
+      attention_dropout_(m.attention_dropout),
+      softcap_(m.attn_softcap) {
   const auto d = m.d_model;
   const auto o = LinearOptions::of(m);
   q_proj = register_module("q_proj", Linear(d, d, o));
   k_proj = register_module("k_proj", Linear(d, d, o));
   v_proj = register_module("v_proj", Linear(d, d, o));
   out_proj = register_module("out_proj", Linear(d, d, o));
+  if (m.qk_norm) {
+    q_norm = register_module("q_norm", Norm(NormKind::LayerNorm, d_head_, m.norm_eps));
+    k_norm = register_module("k_norm", Norm(NormKind::LayerNorm, d_head_, m.norm_eps));
+  }
 }
 
 torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& mask, const TapSite& tap) {
   auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d_head_)));
+  if (softcap_ > 0) scores = torch::tanh(scores / softcap_) * softcap_;  // Gemma 2 soft-capping
+  tap("scores", scores);
   if (mask.defined()) scores = scores.masked_fill(mask, -1e9);
   auto probs = torch::softmax(scores, -1);
   tap("probs", probs);
@@ -42,6 +51,11 @@ torch::Tensor future_mask(int64_t Tq, int64_t Tk, int64_t offset, const torch::D
 }
 }  // namespace
 
+torch::Tensor AttentionImpl::heads(const torch::Tensor& t, Norm& norm) {
+  auto h = split_heads(t, heads_, d_head_);
+  return norm ? norm->forward(h) : h;
+}
+
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
                                      bool causal, const TapSite& tap) {
   const int64_t B = x.size(0), Tq = x.size(1), Tk = memory.size(1);
@@ -49,7 +63,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   if (!memory.is_same(x)) tap("keys_in", memory);
   const bool self = memory.is_same(x);
   const bool want_probs = tap.taps && tap.taps->wants(tap.prefix + "probs");
-  if (kernels() == Kernels::Fused && attention_core_available(x) && !(want_probs && tap.taps->with_grad())) {
+  // The fused core has neither QK-LayerNorm nor soft-capping, and does not expose the scores.
+  const bool plain = !q_norm && softcap_ == 0 && !(tap.taps && tap.taps->wants(tap.prefix + "scores"));
+  if (plain && kernels() == Kernels::Fused && attention_core_available(x) && !(want_probs && tap.taps->with_grad())) {
     const double p = is_training() ? attention_dropout_ : 0.0;
     torch::Tensor probs, out;
     if (self) {  // one product for q, k, v: x [W_q; W_k; W_v]ᵀ
@@ -64,8 +80,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     if (want_probs) tap("probs", probs);
     return out_proj->forward(out);
   }
-  auto q = split_heads(q_proj->forward(x), heads_, d_head_);
-  auto k = split_heads(k_proj->forward(memory), heads_, d_head_);
+  auto q = heads(q_proj->forward(x), q_norm);
+  auto k = heads(k_proj->forward(memory), k_norm);
   auto v = split_heads(v_proj->forward(memory), heads_, d_head_);
   torch::Tensor mask;
   if (key_pad.defined()) mask = key_pad.view({B, 1, 1, Tk});
@@ -79,10 +95,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 torch::Tensor AttentionImpl::forward_step(const torch::Tensor& x, const torch::Tensor& memory,
                                           const torch::Tensor& key_pad, torch::Tensor& k, torch::Tensor& v) {
   const int64_t B = x.size(0), t = x.size(1);
-  auto q = split_heads(q_proj->forward(x), heads_, d_head_);
+  auto q = heads(q_proj->forward(x), q_norm);
   torch::Tensor mask;
   if (!memory.defined()) {  // self-attention: append the new positions' keys and values
-    auto k_new = split_heads(k_proj->forward(x), heads_, d_head_);
+    auto k_new = heads(k_proj->forward(x), k_norm);
     auto v_new = split_heads(v_proj->forward(x), heads_, d_head_);
     const int64_t L = k.defined() ? k.size(2) : 0;
     k = L ? torch::cat({k, k_new}, 2) : k_new;
@@ -90,7 +106,7 @@ torch::Tensor AttentionImpl::forward_step(const torch::Tensor& x, const torch::T
     if (t > 1) mask = future_mask(t, L + t, L, x.device());
   } else {
     if (!k.defined()) {
-      k = split_heads(k_proj->forward(memory), heads_, d_head_);
+      k = heads(k_proj->forward(memory), k_norm);
       v = split_heads(v_proj->forward(memory), heads_, d_head_);
     }
     if (key_pad.defined()) mask = key_pad.view({B, 1, 1, k.size(2)});

@@ -1,17 +1,21 @@
 // stx/model/attention.h — multi-head attention (Vaswani et al. 2017):
 //   A = softmax(q kᵀ / √d_h + mask),  out = concat_h(A v) W_outᵀ + b_out
 // Heads split the feature axis contiguously. Masked scores are replaced by −1e9.
+// QK-LayerNorm (Dehghani et al. 2023; Wortsman et al. 2023): q and k each pass a LayerNorm
+// over d_h (q_norm, k_norm, shared by the heads) before the product. Soft-capping (Gemma 2):
+// scores z ← c·tanh(z/c) before the mask.
 #pragma once
 #include <torch/torch.h>
 
 #include "stx/model/linear.h"
+#include "stx/model/norm.h"
 #include "stx/model/taps.h"
 
 namespace stx {
 
 class AttentionImpl : public torch::nn::Module {
  public:
-  // model.d_model, n_heads, bias, sigma_reparam and attention_dropout.
+  // model.d_model, n_heads, bias, sigma_reparam, attention_dropout, qk_norm, attn_softcap.
   explicit AttentionImpl(const ModelConfig& m);
   // x: [B, Tq, d] queries; memory: [B, Tk, d] keys/values (x itself for self-attention).
   // key_pad: [B, Tk] bool, true where the key is padding (undefined: none). causal: mask
@@ -26,12 +30,15 @@ class AttentionImpl : public torch::nn::Module {
                              torch::Tensor& k, torch::Tensor& v);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
+  Norm q_norm{nullptr}, k_norm{nullptr};  // QK-LayerNorm only
 
  private:
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& mask, const TapSite& tap);  // [B,H,Tq,d_h] → [B,Tq,d]
+  // [B, T, d] → [B, H, T, d_h], through q_norm / k_norm when given.
+  torch::Tensor heads(const torch::Tensor& t, Norm& norm);
   int64_t heads_, d_head_;
-  double attention_dropout_;
+  double attention_dropout_, softcap_;
 };
 TORCH_MODULE(Attention);
 

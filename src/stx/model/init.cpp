@@ -85,12 +85,11 @@ void initialize(TransformerImpl& model, uint64_t seed) {
     torch::nn::init::normal_(model.decoder->embed_tokens->weight, 0.0, 1.0 / std::sqrt(d));
   if (model.encoder) init_stack(model.encoder, cfg, c.encoder_beta);
   if (model.decoder) init_stack(model.decoder, cfg, c.decoder_beta);
-  // Norms: weight 1, bias 0 (set at construction; reset here so re-initialization is complete).
-  for (auto& p : model.named_parameters(true)) {
-    const auto& k = p.key();
-    if (k.find("layer_norm.") == std::string::npos) continue;
-    if (k.size() >= 6 && k.compare(k.size() - 6, 6, "weight") == 0) p.value().fill_(1.0);
-    else p.value().zero_();
+  // Norms: weight 1, bias 0, Dynamic Tanh α₀; ReZero's α 0, LayerScale's λ ε (set at
+  // construction; reset here so re-initialization is complete).
+  for (auto& m : model.modules(/*include_self=*/false)) {
+    if (auto* n = dynamic_cast<NormImpl*>(m.get())) n->reset();
+    if (auto* l = dynamic_cast<LayerImpl*>(m.get())) l->reset_gains();
   }
   // σReparam last, so γ and u, v see the final W₀.
   if (cfg.sigma_reparam)

@@ -1,40 +1,94 @@
 #include "stx/model/layer.h"
 
+#include <cmath>
+
 namespace stx {
 
-LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alpha)
-    : spec_{cfg.scheme, alpha, cfg.dropout}, causal_(causal) {
+namespace {
+const std::string kSelfNorm = "self_attn_layer_norm", kCrossNorm = "encoder_attn_layer_norm",
+                  kFFNNorm = "final_layer_norm", kSelfOut = "self_attn_out_layer_norm",
+                  kCrossOut = "encoder_attn_out_layer_norm", kFFNOut = "ffn_out_layer_norm";
+}  // namespace
+
+double layerscale_epsilon(const ModelConfig& cfg, int64_t L) {
+  if (cfg.layerscale_init > 0) return cfg.layerscale_init;
+  return L <= 18 ? 0.1 : L <= 24 ? 1e-5 : 1e-6;
+}
+
+LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alpha, int64_t l, int64_t L)
+    : causal_(causal) {
   const auto d = cfg.d_model;
+  spec_.post_style = post_style_layer(cfg.scheme, cfg.mix_ln_ratio, l, L);
+  spec_.alpha = alpha;
+  spec_.dropout = cfg.dropout;
+  if (cfg.scheme == Scheme::LNScaling) spec_.norm_scale = 1.0 / std::sqrt(static_cast<double>(l + 1));
+  if (cfg.scheme == Scheme::DepthScaled) spec_.branch_scale = cfg.residual_scale / std::sqrt(static_cast<double>(L));
+  auto norm = [&](const std::string& name) {
+    return register_module(name, Norm(cfg.norm, d, cfg.norm_eps, cfg.dyt_alpha));
+  };
+  const bool peri = cfg.scheme == Scheme::PeriLN;
   self_attn = register_module("self_attn", Attention(cfg));
-  self_attn_layer_norm = register_module("self_attn_layer_norm", Norm(cfg.norm, d, cfg.norm_eps));
+  self_attn_layer_norm = norm(kSelfNorm);
+  if (peri) self_attn_out_layer_norm = norm(kSelfOut);
   if (cross) {
     encoder_attn = register_module("encoder_attn", Attention(cfg));
-    encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", Norm(cfg.norm, d, cfg.norm_eps));
+    encoder_attn_layer_norm = norm(kCrossNorm);
+    if (peri) encoder_attn_out_layer_norm = norm(kCrossOut);
   }
   ffn = register_module("ffn", FFN(cfg));
-  final_layer_norm = register_module("final_layer_norm", Norm(cfg.norm, d, cfg.norm_eps));
+  final_layer_norm = norm(kFFNNorm);
+  if (peri) ffn_out_layer_norm = norm(kFFNOut);
+  if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
+    self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
+    if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
+    ffn_gain = register_parameter("ffn_resweight", torch::zeros({1}));
+  } else if (cfg.scheme == Scheme::LayerScale) {  // diag(λ) per sub-layer (CaiT, Touvron et al. 2021)
+    gain_init_ = layerscale_epsilon(cfg, L);
+    self_attn_gain = register_parameter("gamma_1", torch::full({d}, gain_init_));
+    if (cross) encoder_attn_gain = register_parameter("gamma_cross", torch::full({d}, gain_init_));
+    ffn_gain = register_parameter("gamma_2", torch::full({d}, gain_init_));
+  }
+}
+
+void LayerImpl::reset_gains() {
+  torch::NoGradGuard no_grad;
+  for (auto* g : {&self_attn_gain, &encoder_attn_gain, &ffn_gain})
+    if (g->defined()) g->fill_(gain_init_);
+}
+
+SubLayer LayerImpl::sub(Which w) {
+  switch (w) {
+    case kSelf:
+      return {self_attn_layer_norm, kSelfNorm, self_attn_out_layer_norm ? &self_attn_out_layer_norm : nullptr,
+              &kSelfOut, self_attn_gain};
+    case kCross:
+      return {encoder_attn_layer_norm, kCrossNorm, encoder_attn_out_layer_norm ? &encoder_attn_out_layer_norm : nullptr,
+              &kCrossOut, encoder_attn_gain};
+    case kFFN:
+      return {final_layer_norm, kFFNNorm, ffn_out_layer_norm ? &ffn_out_layer_norm : nullptr, &kFFNOut, ffn_gain};
+  }
+  return {final_layer_norm, kFFNNorm};
 }
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& self_pad, const torch::Tensor& memory,
                                  const torch::Tensor& memory_pad, const TapSite& tap) {
-  const bool pre = spec_.scheme == Scheme::Pre;
+  const bool pre = !spec_.post_style;
   tap("input", x0);
   auto x = residual(
-      spec_, is_training(), self_attn_layer_norm, "self_attn_layer_norm",
+      spec_, is_training(), sub(kSelf),
       [&](const torch::Tensor& h) { return self_attn->forward(h, h, self_pad, causal_, tap.sub("self_attn")); }, x0,
       pre ? std::array<const char*, 3>{"pre1", "pre2", "pre3"} : std::array<const char*, 3>{"post1", "post2", "post3"},
       tap);
   if (encoder_attn) {
     x = residual(
-        spec_, is_training(), encoder_attn_layer_norm, "encoder_attn_layer_norm",
+        spec_, is_training(), sub(kCross),
         [&](const torch::Tensor& h) {
           return encoder_attn->forward(h, memory, memory_pad, false, tap.sub("encoder_attn"));
         },
         x, {"cross1", "cross2", "cross3"}, tap);
   }
   return residual(
-      spec_, is_training(), final_layer_norm, "final_layer_norm",
-      [&](const torch::Tensor& h) { return ffn->forward(h); }, x,
+      spec_, is_training(), sub(kFFN), [&](const torch::Tensor& h) { return ffn->forward(h); }, x,
       pre ? std::array<const char*, 3>{"pre4", "pre5", "output"}
           : std::array<const char*, 3>{"post4", "post5", "output"},
       tap);
@@ -43,17 +97,16 @@ torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& s
 torch::Tensor LayerImpl::forward_step(const torch::Tensor& x0, const torch::Tensor& memory,
                                       const torch::Tensor& memory_pad, LayerCache& c) {
   const std::array<const char*, 3> none{"", "", ""};  // no taps while decoding
-  auto x = residual(spec_, false, self_attn_layer_norm, "",
+  auto x = residual(spec_, false, sub(kSelf),
                     [&](const torch::Tensor& h) { return self_attn->forward_step(h, {}, {}, c.self_k, c.self_v); }, x0,
                     none, {});
   if (encoder_attn) {
     x = residual(
-        spec_, false, encoder_attn_layer_norm, "",
+        spec_, false, sub(kCross),
         [&](const torch::Tensor& h) { return encoder_attn->forward_step(h, memory, memory_pad, c.cross_k, c.cross_v); },
         x, none, {});
   }
-  return residual(spec_, false, final_layer_norm, "", [&](const torch::Tensor& h) { return ffn->forward(h); }, x, none,
-                  {});
+  return residual(spec_, false, sub(kFFN), [&](const torch::Tensor& h) { return ffn->forward(h); }, x, none, {});
 }
 
 }  // namespace stx

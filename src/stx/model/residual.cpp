@@ -5,17 +5,26 @@
 
 namespace stx {
 
-torch::Tensor residual(const ResidualSpec& spec, bool training, Norm& norm, const std::string& norm_name,
+torch::Tensor residual(const ResidualSpec& spec, bool training, const SubLayer& sub,
                        const std::function<torch::Tensor(const torch::Tensor&)>& G, const torch::Tensor& x,
                        const std::array<const char*, 3>& points, const TapSite& tap) {
   auto drop = [&](const torch::Tensor& t) { return stx::dropout(t, spec.dropout, training); };
-  if (spec.scheme == Scheme::Pre) {
-    if (tap.taps) tap(norm_name + ".input", x);
+  auto& norm = sub.norm;
+  if (!spec.post_style) {
+    if (tap.taps) tap(sub.norm_name + ".input", x);
     auto n = norm->forward(x);  // pre,1 / pre,4
+    if (spec.norm_scale != 1.0) n = n * spec.norm_scale;
     tap(points[0], n);
-    auto g = drop(G(n));  // pre,2 / pre,5
-    tap(points[1], g);
-    auto y = x + g;  // pre,3 / x_{l+1}
+    auto b = G(n);
+    if (sub.out_norm) {
+      if (tap.taps) tap(*sub.out_norm_name + ".input", b);
+      b = (*sub.out_norm)->forward(b);
+    }
+    if (sub.gain.defined()) b = b * sub.gain;
+    if (spec.branch_scale != 1.0) b = b * spec.branch_scale;
+    b = drop(b);  // pre,2 / pre,5
+    tap(points[1], b);
+    auto y = x + b;  // pre,3 / x_{l+1}
     tap(points[2], y);
     return y;
   }
@@ -25,7 +34,7 @@ torch::Tensor residual(const ResidualSpec& spec, bool training, Norm& norm, cons
   tap(points[0], g);
   auto s = spec.alpha == 1.0 ? x + g : x * spec.alpha + g;  // post,2 / post,5
   tap(points[1], s);
-  if (tap.taps) tap(norm_name + ".input", s);
+  if (tap.taps) tap(sub.norm_name + ".input", s);
   auto y = norm->forward(s);  // post,3 / x_{l+1}
   tap(points[2], y);
   return y;

@@ -14,10 +14,11 @@ StackImpl::StackImpl(const ModelConfig& cfg, Side side, double alpha, Table shar
   const int64_t n = decoder ? cfg.decoder_layers : cfg.encoder_layers;
   layer_list_ = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < n; ++i) {
-    layers.push_back(Layer(cfg, /*causal=*/decoder, cross, alpha));
+    layers.push_back(Layer(cfg, /*causal=*/decoder, cross, alpha, i, n));
     layer_list_->push_back(layers.back());
   }
-  if (cfg.scheme == Scheme::Pre) layer_norm = register_module("layer_norm", Norm(cfg.norm, cfg.d_model, cfg.norm_eps));
+  if (has_final_norm(cfg.scheme))
+    layer_norm = register_module("layer_norm", Norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.dyt_alpha));
   if (output_head)
     output_projection = register_module(
         "output_projection", Linear(cfg.d_model, cfg.vocab_size, LinearOptions{/*bias=*/false, cfg.sigma_reparam}));

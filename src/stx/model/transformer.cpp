@@ -30,8 +30,10 @@ torch::Tensor TransformerImpl::hidden(const torch::Tensor& src, const torch::Ten
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& h) {
   auto& out = output_stack();
-  if (out->output_projection) return out->output_projection->forward(h);
-  return torch::matmul(h, out->embed_tokens->weight.t());
+  auto z =
+      out->output_projection ? out->output_projection->forward(h) : torch::matmul(h, out->embed_tokens->weight.t());
+  const double c = cfg_.logit_softcap;  // Gemma 2 soft-capping: z ← c·tanh(z/c)
+  return c > 0 ? torch::tanh(z / c) * c : z;
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt, Taps* taps) {

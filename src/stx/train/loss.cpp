@@ -34,4 +34,11 @@ LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& t
   return out;
 }
 
+torch::Tensor z_loss_sum(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id) {
+  auto log_z = torch::logsumexp(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat), -1);
+  auto sq = log_z * log_z;
+  if (pad_id >= 0) sq = sq * target.reshape({-1}).ne(pad_id).to(sq.scalar_type());
+  return sq.sum();
+}
+
 }  // namespace stx

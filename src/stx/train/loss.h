@@ -16,4 +16,8 @@ struct LossSums {
 // logits [B, T, V], target [B, T]; positions with target == pad_id (pad_id ≥ 0) are ignored.
 LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target, double epsilon, int64_t pad_id);
 
+// z-loss (PaLM, Chowdhery et al. 2022): Σ_t log²Z_t over the non-pad targets, Z_t = Σ_v exp z_tv.
+// train.z_loss = c adds c times this to the training loss (the reported NLL is unchanged).
+torch::Tensor z_loss_sum(const torch::Tensor& logits, const torch::Tensor& target, int64_t pad_id);
+
 }  // namespace stx

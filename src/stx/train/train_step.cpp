@@ -15,7 +15,10 @@ LossSums TrainStep::forward(const Batch& b) {
   auto on = [&](const torch::Tensor& x) { return x.defined() ? x.to(device_) : x; };
   AutocastScope autocast(device_);  // bf16 on CUDA
   auto logits = model_.forward(on(b.src), on(b.tgt_in));
-  return label_smoothed_loss(logits, on(b.tgt_out), cfg_.train.label_smoothing, cfg_.model.pad_id);
+  auto sums = label_smoothed_loss(logits, on(b.tgt_out), cfg_.train.label_smoothing, cfg_.model.pad_id);
+  if (cfg_.train.z_loss > 0)
+    sums.loss = sums.loss + cfg_.train.z_loss * z_loss_sum(logits, on(b.tgt_out), cfg_.model.pad_id);
+  return sums;
 }
 
 double TrainStep::grad_norm() {
