@@ -35,7 +35,9 @@ bool ends_with(const std::string& s, const std::string& tail) {
 std::string sublayer(const std::string& module) {
   if (module.rfind("self_attn", 0) == 0) return "self_attn";
   if (module.rfind("encoder_attn", 0) == 0) return "encoder_attn";
-  return "ffn";  // ffn, final_layer_norm
+  if (module == "gamma_1") return "self_attn";  // LayerScale's λ (layer.h)
+  if (module == "gamma_cross") return "encoder_attn";
+  return "ffn";  // ffn, final_layer_norm, ffn_out_layer_norm, gamma_2, ffn_resweight
 }
 
 // Σ g² per key, in double.
@@ -90,13 +92,19 @@ nlohmann::json gradient_norms(TransformerImpl& model) {
   return out;
 }
 
-Taps probe_taps() { return Taps({"layer_norm.input", ".probs", ".queries_in", ".keys_in"}); }
+Taps probe_taps() { return Taps({"layer_norm.input", ".scores", ".probs", ".queries_in", ".keys_in", "logits"}); }
 
 nlohmann::json norm_and_entropy(const Taps& taps, int64_t d_model, const torch::Tensor& src_mask,
                                 const torch::Tensor& tgt_mask) {
   nlohmann::json out = nlohmann::json::object();
   const double sqrt_d = std::sqrt(static_cast<double>(d_model));
   for (auto& [name, t] : taps.values()) {
+    if (name == "logits") {  // [B, T, V]: the output side's real positions
+      const auto& m = tgt_mask.defined() && t.size(1) == tgt_mask.size(1) ? tgt_mask : src_mask;
+      auto lz = torch::logsumexp(t.detach().to(torch::kFloat64), -1).masked_select(m.to(torch::kBool));
+      if (lz.numel()) out["log_z"] = {{"mean", lz.mean().item<double>()}, {"max", lz.max().item<double>()}};
+      continue;
+    }
     auto pl = place(name);
     if (pl.layer < 0) continue;
     const auto& mask = pl.stack == "encoder" ? src_mask : tgt_mask;  // the queries' side
@@ -108,6 +116,18 @@ nlohmann::json norm_and_entropy(const Taps& taps, int64_t d_model, const torch::
       if (vec.is_null()) vec = nlohmann::json::array();
       while (static_cast<int64_t>(vec.size()) <= pl.layer) vec.push_back(nullptr);
       vec[pl.layer] = (norms * w).sum().item<double>() / n;
+    } else if (ends_with(name, ".scores")) {  // [B, H, Tq, Tk]
+      const bool cross = pl.module == "encoder_attn", causal = pl.stack == "decoder" && !cross;
+      const auto& kmask = cross ? src_mask : mask;
+      auto ok =
+          mask.to(torch::kBool).view({mask.size(0), 1, -1, 1}) & kmask.to(torch::kBool).view({kmask.size(0), 1, 1, -1});
+      if (causal) ok = ok & torch::ones({t.size(2), t.size(3)}, ok.options()).tril();
+      auto s = t.detach().to(torch::kFloat64).masked_select(ok.expand(t.sizes()));
+      if (s.numel() == 0) continue;
+      auto& vec = out["attn_max_logit"][pl.stack][pl.module];
+      if (vec.is_null()) vec = nlohmann::json::array();
+      while (static_cast<int64_t>(vec.size()) <= pl.layer) vec.push_back(nullptr);
+      vec[pl.layer] = s.max().item<double>();
     } else if (ends_with(name, ".probs")) {
       auto ent = row_entropy(t.detach().to(torch::kFloat64));                             // [B, H, Tq]
       torch::Tensor per_head = (ent * w.unsqueeze(1)).sum(torch::IntArrayRef{0, 2}) / n;  // [H]

@@ -25,7 +25,7 @@ nlohmann::json gradient_norms(TransformerImpl& model);
 double global_grad_norm(TransformerImpl& model);
 
 // The taps a probe forward must record for norm_and_entropy() and logit_bound(): norm inputs,
-// attention probabilities and attention inputs.
+// attention scores, probabilities and inputs, and the output logits.
 Taps probe_taps();
 // From a probe forward's taps (batch mask [B, T] of real tokens for each side):
 //   ln_input_norm  {"encoder": {"self_attn_layer_norm": [...], "final_layer_norm": [...]}, ...}:
@@ -33,6 +33,10 @@ Taps probe_taps();
 //   attn_entropy   {"encoder": {"self_attn": {"mean": [...], "min_head": [...]}}, "decoder": {…}}:
 //                  entropy of each query's attention row (nats), averaged over real queries, per
 //                  head; "mean" over heads, "min_head" the lowest head
+//   attn_max_logit {"encoder": {"self_attn": [...]}, …}: the largest attention score q·k/√d_h
+//                  (after soft-capping) over heads, real queries and the keys each may see
+//   log_z          {"mean": m, "max": x}: log Σ_v exp z_v of the output logits over real positions
+//                  (what z-loss penalizes; PaLM)
 nlohmann::json norm_and_entropy(const Taps& taps, int64_t d_model, const torch::Tensor& src_mask,
                                 const torch::Tensor& tgt_mask);
 

@@ -78,6 +78,10 @@ nlohmann::json logit_bound(TransformerImpl& model, const Taps& taps, const torch
         auto ki = cross ? tv.find(pre + "keys_in") : qi;
         if (ki == tv.end() || !kmask.defined()) continue;
         auto sig_h = head_logit_norms(*attn, heads);  // [H]
+        auto& s = out["attn_sigma_kq"][sname][mod];
+        put(s["mean"], l, sig_h.mean().item<double>());
+        put(s["max_head"], l, sig_h.max().item<double>());
+        if (attn->q_norm) continue;  // QK-LayerNorm: the logits are not x W_q W_kᵀ yᵀ, no bound
         auto sq = input_norms(qi->second, qmask), sk = cross ? input_norms(ki->second, kmask) : sq;
         auto bar = sig_h.view({1, -1, 1}) * (sq * sk).view({-1, 1, 1});  // 𝛔 [B, H, 1]
         auto nk = kmask.to(kF64).sum(1).view({-1, 1});                   // real keys [B, 1]
@@ -87,9 +91,6 @@ nlohmann::json logit_bound(TransformerImpl& model, const Taps& taps, const torch
         auto bound = entropy_lower_bound(bar, keys.unsqueeze(1));  // [B, H, Tq]
         auto w = qmask.to(kF64).unsqueeze(1);
         auto per_head = (bound * w).sum(torch::IntArrayRef{0, 2}) / std::max(1.0, qmask.sum().item<double>());
-        auto& s = out["attn_sigma_kq"][sname][mod];
-        put(s["mean"], l, sig_h.mean().item<double>());
-        put(s["max_head"], l, sig_h.max().item<double>());
         auto& b = out["attn_entropy_bound"][sname][mod];
         put(b["mean"], l, per_head.mean().item<double>());
         put(b["min_head"], l, per_head.min().item<double>());

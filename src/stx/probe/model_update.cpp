@@ -23,6 +23,7 @@ torch::Tensor ModelUpdate::hidden(Taps* taps) {
   {
     torch::NoGradGuard no_grad;
     h = model_->hidden(src_, tgt_, taps).detach().clone();
+    if (taps && taps->wants("logits")) taps->record("logits", model_->project(h));  // log Z (diagnostics.h)
   }
   model_->train(was_training);
   return h;
