@@ -110,6 +110,8 @@ TEST(GradCheck, Stabilizers) {
     gradcheck({arch, Scheme::LNScaling, NormKind::RMSNorm, false});
     gradcheck({arch, Scheme::DepthScaled, NormKind::LayerNorm, false, scaled, "a=1.5"});
     gradcheck({arch, Scheme::Pre, NormKind::DyT, false});
+    gradcheck({arch, Scheme::TFixup, NormKind::None, false});
+    gradcheck({arch, Scheme::DSInit, NormKind::LayerNorm, false});
   }
 }
 

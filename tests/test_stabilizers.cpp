@@ -148,6 +148,10 @@ TEST(Stabilizers, IncompatibleCombinationsAreRefused) {
   EXPECT_NE(refused({"model.scheme=deepnorm", "model.norm=dyt"}).find("Dynamic Tanh"), std::string::npos);
   EXPECT_NE(refused({"model.scheme=post", "model.norm=dyt"}).find("Dynamic Tanh"), std::string::npos);
   EXPECT_EQ(refused({"model.scheme=layerscale", "model.norm=dyt"}), "");
+  EXPECT_NE(refused({"model.scheme=t-fixup"}).find("T-Fixup"), std::string::npos);
+  EXPECT_EQ(refused({"model.scheme=t-fixup", "model.norm=none"}), "");
+  EXPECT_NE(refused({"model.scheme=ds-init", "model.norm=dyt"}).find("Dynamic Tanh"), std::string::npos);
+  EXPECT_NE(refused({"model.ds_init_exponent=-1"}).find("model.ds_init_exponent"), std::string::npos);
   EXPECT_NE(refused({"model.mix_ln_ratio=1.5"}).find("[0, 1]"), std::string::npos);
   EXPECT_NE(refused({"model.attn_softcap=-1"}).find("model.attn_softcap"), std::string::npos);
   EXPECT_NE(refused({"train.z_loss=-1e-4"}).find("train.z_loss"), std::string::npos);

@@ -16,6 +16,7 @@
 #include "stx/data/byte_corpus.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
+#include "stx/sweep/sweep_plan.h"
 
 namespace stx::cli {
 
@@ -42,6 +43,7 @@ void register_demo(Registry& reg) {
   struct Opts {
     int64_t layers = 100, d_model = 64, batch = 4, length = 64, seed = 1;
     std::string text = demo_text_path();
+    std::string schemes;  // empty: the table's demo rows
   };
   auto o = std::make_shared<Opts>();
   auto* sub = reg.app.add_subcommand(
@@ -52,12 +54,18 @@ void register_demo(Registry& reg) {
   sub->add_option("--length", o->length, "bytes per sequence")->check(CLI::Range(2, 4096));
   sub->add_option("--seed", o->seed, "initialization seed");
   sub->add_option("--text", o->text, "text file; its bytes are the tokens");
+  sub->add_option("--schemes", o->schemes,
+                  "comma-separated schemes to compare (default: " + scheme_names_text(kUseDemo, ",") +
+                      "; any of stx sweep's: " + scheme_names_text(kUseSweep, ",") + ")");
   reg.add(sub, [o] {
     if (o->d_model % 4 != 0)
       throw InputError("--d-model " + std::to_string(o->d_model) + " must be divisible by 4 (heads)");
     auto data = byte_batch(o->text, o->batch, o->length);
     auto inputs = data.narrow(1, 0, o->length), targets = data.narrow(1, 1, o->length);
-    const auto variants = schemes_used_by(kUseDemo);
+    std::vector<const SchemeRow*> variants;
+    if (o->schemes.empty()) variants = schemes_used_by(kUseDemo);
+    for (auto& name : o->schemes.empty() ? std::vector<std::string>{} : sweep::parse_schemes(o->schemes))
+      variants.push_back(find_scheme(name, kUseSweep));
     const int64_t L = o->layers;
     std::cout << fmt::format(
         "stx demo: decoder-only LM, {} layers, d_model {}, 4 heads, d_ff {}, byte tokens of {} ({}×{}), seed {}\n"
@@ -125,7 +133,9 @@ void register_demo(Registry& reg) {
                  "layer l: (1+l/2)d ≤ E‖x_{l+1}‖² ≤ (1+3l/2)d) and g decreases with the layer index;\n"
                  "  DeepNorm: a = α·(LN output) + small update ≈ α = (2L)^¼ in every layer, and g is nearly "
                  "flat across layers (Wang et al. 2022);\n"
-                 "  Post-LN-init: the 1/(N−l+1) scaling makes the lower layers' updates tiny at the start.\n";
+                 "  Post-LN-init: the 1/(N−l+1) scaling makes the lower layers' updates tiny at the start;\n"
+                 "  (--schemes) ReZero: the model is the identity (a = the embedding's norm in every layer, g = 0);\n"
+                 "  LayerScale: near it (g ∝ ε); Mix-LN: Post-LN's a ≈ 1 below ⌊p·L⌋, Pre-LN's growth above.\n";
     return 0;
   });
 }

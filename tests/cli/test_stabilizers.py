@@ -24,6 +24,8 @@ ROWS = [
     ("mix-ln", ["model.scheme=mix-ln", "model.mix_ln_ratio=0.5"]),
     ("ln-scaling", ["model.scheme=ln-scaling"]),
     ("depth-scaled", ["model.scheme=depth-scaled", "model.residual_scale=2"]),
+    ("t-fixup", ["model.scheme=t-fixup", "model.norm=none"]),
+    ("ds-init", ["model.scheme=ds-init"]),
     ("pre-dyt", ["model.scheme=pre", "model.norm=dyt"]),
     ("post-qknorm", ["model.scheme=post", "model.qk_norm=true"]),
     ("pre-softcap", ["model.scheme=pre", "model.attn_softcap=50", "model.logit_softcap=30"]),
@@ -89,6 +91,7 @@ with tempfile.TemporaryDirectory() as d:
     out = os.path.join(d, "refused.safetensors")
     for what, extra, mention in (
             ("rezero with a norm", ["model.scheme=rezero"], ["ReZero", "model.norm"]),
+            ("t-fixup with a norm", ["model.scheme=t-fixup"], ["T-Fixup", "model.norm"]),
             ("peri-ln without a norm", ["model.scheme=peri-ln", "model.norm=none"], ["needs a norm"]),
             ("deepnorm with Dynamic Tanh", ["model.scheme=deepnorm", "model.norm=dyt"], ["Dynamic Tanh"]),
             ("mix-ln ratio out of range", ["model.scheme=mix-ln", "model.mix_ln_ratio=2"], ["model.mix_ln_ratio"]),

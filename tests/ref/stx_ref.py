@@ -213,7 +213,7 @@ def ffn(w, prefix, x, cfg):
     return linear(w, prefix + ".fc2", hdn, cfg)
 
 
-POST_STYLE = ("post", "post-init", "deepnorm")
+POST_STYLE = ("post", "post-init", "deepnorm", "t-fixup", "ds-init")
 # sub-layer -> (its norm, Peri-LN's output norm, ReZero's α, LayerScale's λ)
 SUBLAYER_NAMES = {
     "self_attn": ("self_attn_layer_norm", "self_attn_out_layer_norm", "self_attn_resweight", "gamma_1"),

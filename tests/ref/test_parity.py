@@ -48,7 +48,7 @@ BASE = dict(arch="encoder", vocab_size=50, d_model=16, n_heads=4, d_ff=32, encod
             tie_embeddings=True, positions="sinusoidal", embed_scale=True, dropout=0.1,
             attention_dropout=0.1, max_len=64, pad_id=1,  # dropout ≠ 0: forward must be eval
             dyt_alpha=0.5, layerscale_init=0.0, mix_ln_ratio=0.25, residual_scale=1.0,
-            qk_norm=False, attn_softcap=0.0, logit_softcap=0.0)
+            qk_norm=False, attn_softcap=0.0, logit_softcap=0.0, ds_init_exponent=0.5)
 # A different width per architecture, so head splits of 4, 3 and 2 heads are all exercised.
 SIZES = {"encoder": dict(d_model=16, n_heads=4, d_ff=32),
          "decoder": dict(d_model=24, n_heads=3, d_ff=48),
@@ -93,6 +93,8 @@ def build_cases():
         add("qk_norm post", arch, qk_norm=True)
         add("qk_norm pre rmsnorm", arch, scheme="pre", qk_norm=True, norm="rmsnorm")
         add("softcap attn 0.3 logits 2", arch, attn_softcap=0.3, logit_softcap=2.0)
+        add("t-fixup", arch, scheme="t-fixup", norm="none")
+        add("ds-init", arch, scheme="ds-init")
     add("mix-ln p=0.25 (default) 8L-4L", "encoder-decoder", scheme="mix-ln", encoder_layers=8,
         decoder_layers=4)
     add("combined: mix-ln qk_norm softcap sigma untied", "encoder-decoder",
@@ -140,6 +142,12 @@ def build_cases():
     add("init stats post-init (1/(N-l+1))", "encoder-decoder", scheme="post-init", **wide)
     add("init stats post xavier untied", "encoder-decoder", scheme="post",
         tie_embeddings=False, positions="learned", **wide)
+    for arch in ARCHS:
+        add("init stats t-fixup", arch, scheme="t-fixup", norm="none", **wide)
+        add("init stats t-fixup untied", arch, scheme="t-fixup", norm="none", tie_embeddings=False, **wide)
+        add("init stats ds-init (paper: l^-1/2)", arch, scheme="ds-init", **wide)
+    add("init stats ds-init (code: l^-1/4) 8L-4L", "encoder-decoder", scheme="ds-init", ds_init_exponent=0.25,
+        encoder_layers=8, decoder_layers=4, **wide)
     add("init stats deepnorm 12L-6L", "encoder-decoder", scheme="deepnorm", encoder_layers=12,
         decoder_layers=6, **wide)
     return cases
@@ -292,6 +300,24 @@ def expected_std(cfg, prefix, shape):
                                        m["decoder_layers"])[side][1]
     if m["scheme"] == "post-init":
         std /= m[f"{side}_layers"] - (layer + 1) + 1
+    if m["scheme"] == "t-fixup" and leaf in ("fc1", "fc2", "v_proj", "out_proj"):
+        n = m[f"{side}_layers"]
+        std *= 0.67 * n ** -0.25 if side == "encoder" else (9 * n) ** -0.25
+    if m["scheme"] == "ds-init":  # U(−b, b), b = √(6/(fan_in+fan_out))·l^(−e): std b/√3
+        std *= (layer + 1) ** -float(m["ds_init_exponent"])
+    return std
+
+
+def embedding_std(cfg, name):
+    """N(0, 1/d); T-Fixup scales by (9N)^(−1/4) (encoder) / (9M)^(−1/4) (decoder, and a tied
+    encoder-decoder matrix)."""
+    m = ref.model_cfg(cfg)
+    std = 1 / math.sqrt(m["d_model"])
+    if m["scheme"] == "t-fixup" and name.endswith("embed_tokens.weight"):
+        side = name.split(".")[0]
+        if m["arch"] == "encoder-decoder" and m["tie_embeddings"]:
+            side = "decoder"
+        std *= (9 * m[f"{side}_layers"]) ** -0.25
     return std
 
 
@@ -303,7 +329,7 @@ def check_init_stats(w, cfg):
     d = m["d_model"]
     for k in w:
         if k.endswith("embed_tokens.weight") or k.endswith("embed_positions.weight"):
-            items.append((k[: -len(".weight")], 1 / math.sqrt(d)))
+            items.append((k[: -len(".weight")], embedding_std(cfg, k)))
     for p, sigma in items:
         W = w[p + ".weight"].double()
         n = W.numel()

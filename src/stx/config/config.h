@@ -13,8 +13,22 @@ enum class Arch { Encoder, Decoder, EncoderDecoder };
 // N−l+1 (DeepNet §3). The later stabilizers (docs/model.md, docs/reference.md#stabilizers):
 // rezero x ← x + α_l·G(x); layerscale x ← x + λ_l ⊙ G(N(x)); peri-ln x ← x + N(G(N(x)));
 // mix-ln Post-LN in the first ⌊p·L⌋ layers, Pre-LN above; ln-scaling Pre-LN with the norm's
-// output × 1/√l; depth-scaled Pre-LN with the branch × a/√L.
-enum class Scheme { Post, Pre, DeepNorm, PostInit, ReZero, LayerScale, PeriLN, MixLN, LNScaling, DepthScaled };
+// output × 1/√l; depth-scaled Pre-LN with the branch × a/√L; t-fixup x ← x + G(x), no norm, scaled
+// init (Huang et al. 2020); ds-init Post-LN with layer l's uniform init bound × l^(−e) (Zhang et al. 2019).
+enum class Scheme {
+  Post,
+  Pre,
+  DeepNorm,
+  PostInit,
+  ReZero,
+  LayerScale,
+  PeriLN,
+  MixLN,
+  LNScaling,
+  DepthScaled,
+  TFixup,
+  DSInit
+};
 // dyt: Dynamic Tanh γ ⊙ tanh(α·x) + β (Zhu et al. 2025).
 enum class NormKind { LayerNorm, RMSNorm, None, DyT };
 enum class Activation { ReLU, GELU };
@@ -40,13 +54,14 @@ struct ModelConfig {
   GammaInit gamma_init = GammaInit::Sigma;
   NormKind norm = NormKind::LayerNorm;
   double norm_eps = 1e-5;
-  double dyt_alpha = 0.5;        // Dynamic Tanh: initial α
-  double layerscale_init = 0.0;  // LayerScale ε; 0: CaiT's rule by depth (0.1 ≤ 18, 1e-5 ≤ 24, 1e-6 beyond)
-  double mix_ln_ratio = 0.25;    // Mix-LN: the first ⌊p·L⌋ layers are Post-LN
-  double residual_scale = 1.0;   // depth-scaled: a in the branch multiplier a/√L
-  bool qk_norm = false;          // QK-LayerNorm: per-head LayerNorm of q and k
-  double attn_softcap = 0.0;     // attention logits z ← c·tanh(z/c) (0: off; Gemma 2 uses 50)
-  double logit_softcap = 0.0;    // output logits z ← c·tanh(z/c) (0: off; Gemma 2 uses 30)
+  double dyt_alpha = 0.5;         // Dynamic Tanh: initial α
+  double layerscale_init = 0.0;   // LayerScale ε; 0: CaiT's rule by depth (0.1 ≤ 18, 1e-5 ≤ 24, 1e-6 beyond)
+  double mix_ln_ratio = 0.25;     // Mix-LN: the first ⌊p·L⌋ layers are Post-LN
+  double residual_scale = 1.0;    // depth-scaled: a in the branch multiplier a/√L
+  double ds_init_exponent = 0.5;  // DS-Init: bound × l^(−e); the paper 0.5, its reference code's 0.25
+  bool qk_norm = false;           // QK-LayerNorm: per-head LayerNorm of q and k
+  double attn_softcap = 0.0;      // attention logits z ← c·tanh(z/c) (0: off; Gemma 2 uses 50)
+  double logit_softcap = 0.0;     // output logits z ← c·tanh(z/c) (0: off; Gemma 2 uses 30)
   Activation activation = Activation::ReLU;
   QKInit qk_init = QKInit::Xavier;
   bool bias = true;

@@ -84,7 +84,9 @@ const EnumNames<Scheme> kScheme{{{"post", Scheme::Post},
                                  {"peri-ln", Scheme::PeriLN},
                                  {"mix-ln", Scheme::MixLN},
                                  {"ln-scaling", Scheme::LNScaling},
-                                 {"depth-scaled", Scheme::DepthScaled}}};
+                                 {"depth-scaled", Scheme::DepthScaled},
+                                 {"t-fixup", Scheme::TFixup},
+                                 {"ds-init", Scheme::DSInit}}};
 const EnumNames<NormKind> kNorm{{{"layernorm", NormKind::LayerNorm},
                                  {"rmsnorm", NormKind::RMSNorm},
                                  {"dyt", NormKind::DyT},
@@ -173,6 +175,7 @@ std::vector<Key> keys_of(Config& c) {
       real_key("model.layerscale_init", m.layerscale_init),
       real_key("model.mix_ln_ratio", m.mix_ln_ratio),
       real_key("model.residual_scale", m.residual_scale),
+      real_key("model.ds_init_exponent", m.ds_init_exponent),
       bool_key("model.qk_norm", m.qk_norm),
       real_key("model.attn_softcap", m.attn_softcap),
       real_key("model.logit_softcap", m.logit_softcap),
@@ -276,7 +279,9 @@ bool post_style_layer(Scheme s, double mix_ln_ratio, int64_t l, int64_t L) {
   switch (s) {
     case Scheme::Post:
     case Scheme::DeepNorm:
-    case Scheme::PostInit: return true;
+    case Scheme::PostInit:
+    case Scheme::TFixup:
+    case Scheme::DSInit: return true;
     case Scheme::MixLN: return l < static_cast<int64_t>(std::floor(mix_ln_ratio * static_cast<double>(L)));
     default: return false;
   }

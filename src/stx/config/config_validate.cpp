@@ -48,11 +48,16 @@ void validate(const Config& c) {
   if (m.scheme == Scheme::ReZero && m.norm != NormKind::None)
     fail("model.norm", to_string(m.norm),
          "is not allowed with scheme rezero: ReZero (Bachlechner et al. 2020) has no norm; set model.norm: none");
-  const bool norm_free_ok = m.scheme == Scheme::Post || m.scheme == Scheme::PostInit || m.scheme == Scheme::ReZero;
+  if (m.scheme == Scheme::TFixup && m.norm != NormKind::None)
+    fail("model.norm", to_string(m.norm),
+         "is not allowed with scheme t-fixup: T-Fixup (Huang et al. 2020) removes the norms; set model.norm: none");
+  const bool norm_free_ok = m.scheme == Scheme::Post || m.scheme == Scheme::PostInit || m.scheme == Scheme::ReZero ||
+                            m.scheme == Scheme::TFixup;
   if (m.norm == NormKind::None && !norm_free_ok)
     fail("model.norm", "none",
          "scheme '" + scheme +
-             "' needs a norm; norm: none is allowed with scheme post, post-init (e.g. with sigma_reparam) or rezero");
+             "' needs a norm; norm: none is allowed with scheme post, post-init (e.g. with sigma_reparam), rezero or "
+             "t-fixup");
   if (m.norm == NormKind::DyT && post_style_layer(m.scheme, m.mix_ln_ratio, 0, 1))
     fail("model.norm", "dyt",
          "is not allowed with scheme '" + scheme +
@@ -66,6 +71,8 @@ void validate(const Config& c) {
     fail("model.mix_ln_ratio", as_written(m.mix_ln_ratio), "must be in [0, 1]");
   if (!(m.residual_scale > 0) || !std::isfinite(m.residual_scale))
     fail("model.residual_scale", as_written(m.residual_scale), "must be a finite number > 0");
+  if (!(m.ds_init_exponent >= 0) || !std::isfinite(m.ds_init_exponent))
+    fail("model.ds_init_exponent", as_written(m.ds_init_exponent), "must be ≥ 0 (the paper 0.5, its code 0.25)");
   if (!(m.attn_softcap >= 0) || !std::isfinite(m.attn_softcap))
     fail("model.attn_softcap", as_written(m.attn_softcap), "must be ≥ 0 (0: off)");
   if (!(m.logit_softcap >= 0) || !std::isfinite(m.logit_softcap))

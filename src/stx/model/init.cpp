@@ -51,15 +51,33 @@ void init_attention(Attention& a, const ModelConfig& cfg, double beta) {
   xavier(a->out_proj, beta);
 }
 
-void init_stack(Stack& s, const ModelConfig& cfg, double beta) {
+// DS-Init (Zhang, Titov, Sennrich 2019): every weight of layer l drawn from U(−b, b),
+// b = √(6/(fan_in + fan_out)) · l^(−e) (the paper e = 1/2; its code's variance scaling e = 1/4).
+void ds_init_layer(Layer& layer, double e, int64_t l) {
+  const double scale = std::pow(static_cast<double>(l), -e);
+  for (auto& m : layer->modules(/*include_self=*/false))
+    if (auto* lin = dynamic_cast<LinearImpl*>(m.get())) {
+      const double fan_out = lin->weight.size(0), fan_in = lin->weight.size(1);
+      const double b = std::sqrt(6.0 / (fan_in + fan_out)) * scale;
+      lin->weight.uniform_(-b, b);
+    }
+}
+
+void init_stack(Stack& s, const ModelConfig& cfg, double beta, Side side) {
   const double d = static_cast<double>(cfg.d_model);
   const int64_t N = s->num_layers();
+  // T-Fixup (Huang et al. 2020, Algorithm 2): v, out, fc1, fc2 × 0.67·N^(−1/4) in an encoder of
+  // N layers, × (9M)^(−1/4) in a decoder of M layers (cross-attention included).
+  const double tfix = cfg.scheme != Scheme::TFixup ? 1.0
+                      : side == Side::Encoder      ? 0.67 * std::pow(static_cast<double>(N), -0.25)
+                                                   : std::pow(9.0 * static_cast<double>(N), -0.25);
   for (int64_t i = 0; i < N; ++i) {
     auto& layer = s->layers[i];
-    init_attention(layer->self_attn, cfg, beta);
-    if (layer->encoder_attn) init_attention(layer->encoder_attn, cfg, beta);
-    xavier(layer->ffn->fc1, beta);
-    xavier(layer->ffn->fc2, beta);
+    init_attention(layer->self_attn, cfg, beta * tfix);
+    if (layer->encoder_attn) init_attention(layer->encoder_attn, cfg, beta * tfix);
+    xavier(layer->ffn->fc1, beta * tfix);
+    xavier(layer->ffn->fc2, beta * tfix);
+    if (cfg.scheme == Scheme::DSInit) ds_init_layer(layer, cfg.ds_init_exponent, i + 1);
     if (cfg.scheme == Scheme::PostInit) {
       const double k = static_cast<double>(N - (i + 1) + 1);  // k_l = N − l + 1, l 1-based
       for (auto& p : layer->named_parameters(true))
@@ -83,8 +101,15 @@ void initialize(TransformerImpl& model, uint64_t seed) {
   if (model.encoder) torch::nn::init::normal_(model.encoder->embed_tokens->weight, 0.0, 1.0 / std::sqrt(d));
   if (model.decoder && !(model.encoder && cfg.tie_embeddings))
     torch::nn::init::normal_(model.decoder->embed_tokens->weight, 0.0, 1.0 / std::sqrt(d));
-  if (model.encoder) init_stack(model.encoder, cfg, c.encoder_beta);
-  if (model.decoder) init_stack(model.decoder, cfg, c.decoder_beta);
+  if (model.encoder) init_stack(model.encoder, cfg, c.encoder_beta, Side::Encoder);
+  if (model.decoder) init_stack(model.decoder, cfg, c.decoder_beta, Side::Decoder);
+  if (cfg.scheme == Scheme::TFixup) {  // T-Fixup: embeddings × (9N)^(−1/4) / (9M)^(−1/4); a tied
+    // encoder-decoder matrix serves as the decoder's input and output: the decoder's factor.
+    const double N = static_cast<double>(cfg.encoder_layers), M = static_cast<double>(cfg.decoder_layers);
+    if (model.encoder && !(model.decoder && cfg.tie_embeddings))
+      model.encoder->embed_tokens->weight.mul_(std::pow(9.0 * N, -0.25));
+    if (model.decoder) model.decoder->embed_tokens->weight.mul_(std::pow(9.0 * M, -0.25));
+  }
   // Norms: weight 1, bias 0, Dynamic Tanh α₀; ReZero's α 0, LayerScale's λ ε (set at
   // construction; reset here so re-initialization is complete).
   for (auto& m : model.modules(/*include_self=*/false)) {
