@@ -1,8 +1,11 @@
 // stx/sweep/sweep_report.cpp — see sweep_report.h.
 #include "stx/sweep/sweep_report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -32,7 +35,9 @@ const RunResult* find(const Report& rep, const std::string& scheme, int64_t dept
 std::string scheme_definition(const std::string& s) {
   const auto& row = scheme_row(s);
   std::string o;
-  for (auto& a : row.overrides()) o += (o.empty() ? "" : ", ") + a;
+  const auto& off = modifier_defaults();  // listed only when the row switches one on
+  for (auto& a : row.overrides())
+    if (std::find(off.begin(), off.end(), a) == off.end()) o += (o.empty() ? "" : ", ") + a;
   return row.definition + " (" + o + ")";
 }
 
