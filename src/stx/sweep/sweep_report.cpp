@@ -1,8 +1,6 @@
 // stx/sweep/sweep_report.cpp — see sweep_report.h.
 #include "stx/sweep/sweep_report.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include <algorithm>
