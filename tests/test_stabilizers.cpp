@@ -147,6 +147,7 @@ TEST(Stabilizers, IncompatibleCombinationsAreRefused) {
   EXPECT_NE(refused({"model.scheme=peri-ln", "model.norm=none"}).find("needs a norm"), std::string::npos);
   EXPECT_NE(refused({"model.scheme=deepnorm", "model.norm=dyt"}).find("Dynamic Tanh"), std::string::npos);
   EXPECT_NE(refused({"model.scheme=post", "model.norm=dyt"}).find("Dynamic Tanh"), std::string::npos);
+  EXPECT_NE(refused({"model.scheme=mix-ln", "model.norm=dyt"}).find("Dynamic Tanh"), std::string::npos);
   EXPECT_EQ(refused({"model.scheme=layerscale", "model.norm=dyt"}), "");
   EXPECT_NE(refused({"model.scheme=t-fixup"}).find("T-Fixup"), std::string::npos);
   EXPECT_EQ(refused({"model.scheme=t-fixup", "model.norm=none"}), "");

@@ -58,7 +58,7 @@ void validate(const Config& c) {
          "scheme '" + scheme +
              "' needs a norm; norm: none is allowed with scheme post, post-init (e.g. with sigma_reparam), rezero or "
              "t-fixup");
-  if (m.norm == NormKind::DyT && post_style_layer(m.scheme, m.mix_ln_ratio, 0, 1))
+  if (m.norm == NormKind::DyT && (m.scheme == Scheme::MixLN || post_style_layer(m.scheme, 0.0, 0, 1)))
     fail("model.norm", "dyt",
          "is not allowed with scheme '" + scheme +
              "': Dynamic Tanh (Zhu et al. 2025) is defined as the norm of Pre-LN-style sub-layers; "
