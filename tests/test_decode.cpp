@@ -98,8 +98,9 @@ DecodeOptions opts(int64_t beam, int64_t b, double alpha = 1.0, int64_t a = 0) {
 TEST(Decode, IncrementalCacheEqualsFullForward) {
   torch::NoGradGuard ng;
   for (Arch arch : {Arch::EncoderDecoder, Arch::Decoder})
-    for (Scheme scheme : {Scheme::Post, Scheme::Pre, Scheme::DeepNorm, Scheme::ReZero, Scheme::LayerScale,
-                          Scheme::PeriLN, Scheme::MixLN, Scheme::LNScaling, Scheme::DepthScaled}) {
+    for (Scheme scheme :
+         {Scheme::Post, Scheme::Pre, Scheme::DeepNorm, Scheme::ReZero, Scheme::LayerScale, Scheme::PeriLN,
+          Scheme::MixLN, Scheme::LNScaling, Scheme::DepthScaled, Scheme::Admin, Scheme::NormFormer, Scheme::SubLN}) {
       for (int variant = 0; variant < 3; ++variant) {
         auto cfg = tiny(arch, scheme);
         const bool zoo = scheme != Scheme::Post && scheme != Scheme::Pre && scheme != Scheme::DeepNorm;

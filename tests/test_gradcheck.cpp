@@ -112,6 +112,9 @@ TEST(GradCheck, Stabilizers) {
     gradcheck({arch, Scheme::Pre, NormKind::DyT, false});
     gradcheck({arch, Scheme::TFixup, NormKind::None, false});
     gradcheck({arch, Scheme::DSInit, NormKind::LayerNorm, false});
+    gradcheck({arch, Scheme::Admin, NormKind::LayerNorm, false});
+    gradcheck({arch, Scheme::NormFormer, NormKind::LayerNorm, false});
+    gradcheck({arch, Scheme::SubLN, NormKind::RMSNorm, false});
   }
 }
 

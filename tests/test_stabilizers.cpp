@@ -9,6 +9,7 @@
 
 #include "helpers.h"
 #include "stx/config/config_io.h"
+#include "stx/model/admin.h"
 #include "stx/model/layer.h"
 #include "stx/train/loss.h"
 
@@ -102,6 +103,44 @@ TEST(MixLN, PostLNBelowTheSplitPreLNAbove) {  // Li et al. 2024: ⌊p·L⌋ Post
   EXPECT_TRUE(model->encoder->layer_norm);  // the final norm of its Pre-LN part
 }
 
+TEST(Admin, ProfilingPassFollowsTheVarianceRecurrence) {
+  // Liu et al. 2020 / Transformer-Clinic: ω_1 = 1, ω_{i+1} = sqrt(Var[ω_i ⊙ x] + Var[f_i(x)]),
+  // checked against a second, tapped forward pass on the same batch (the profiled ω in place).
+  for (Arch arch : {Arch::Decoder, Arch::EncoderDecoder}) {
+    SCOPED_TRACE(test::name(arch));
+    auto m = wide(arch, Scheme::Admin);
+    Transformer model(m);
+    initialize(*model, 5);
+    auto src = arch == Arch::EncoderDecoder ? test::tokens(3, 7, m.vocab_size, 1) : torch::Tensor();
+    auto tgt = test::tokens(3, 6, m.vocab_size, 2);
+    const auto rec = admin_profile(*model, src, tgt);
+    ASSERT_EQ(rec.size(), arch == Arch::EncoderDecoder ? 4u * 2 + 4u * 3 : 4u * 2);
+    model->eval();
+    Taps taps;
+    {
+      torch::NoGradGuard ng;
+      model->forward(src, tgt, &taps);
+    }
+    auto params = model->named_parameters();
+    auto var = [](const torch::Tensor& t) { return t.to(torch::kFloat64).var(false).item<double>(); };
+    for (size_t i = 0; i < rec.size(); ++i) {
+      const auto& r = rec[i];
+      SCOPED_TRACE(r.name);
+      const auto& w = params[r.name];
+      EXPECT_TRUE(torch::all(w == w[0]).item<bool>());
+      EXPECT_EQ(w[0].item<float>(), static_cast<float>(r.omega));
+      const bool first = i == 0 || rec[i - 1].name.substr(0, 7) != r.name.substr(0, 7);
+      if (first) EXPECT_EQ(r.omega, 1.0);
+      else EXPECT_NEAR(r.omega, std::sqrt(rec[i - 1].var_skip + rec[i - 1].var_branch), 1e-9);
+      // The branch output recorded is the tapped f_i: post1 (self), cross1, post4 (FFN).
+      const auto at = r.name.substr(0, r.name.rfind('.') + 1);
+      const auto leaf = r.name.substr(r.name.rfind('.') + 1);
+      const char* point = leaf == "fc_ratio_change" ? "post4" : leaf == "encoder_ratio_change" ? "cross1" : "post1";
+      EXPECT_NEAR(var(taps.values().at(at + point)), r.var_branch, 1e-5 * r.var_branch);
+    }
+  }
+}
+
 TEST(SoftCap, BoundsAttentionAndOutputLogits) {  // Gemma 2: |c·tanh(z/c)| ≤ c (= c once tanh rounds to 1)
   auto run = [](double attn_cap, double logit_cap, Taps* taps) {
     auto m = wide(Arch::Decoder, Scheme::Pre);
@@ -157,6 +196,10 @@ TEST(Stabilizers, IncompatibleCombinationsAreRefused) {
   EXPECT_NE(refused({"model.attn_softcap=-1"}).find("model.attn_softcap"), std::string::npos);
   EXPECT_NE(refused({"train.z_loss=-1e-4"}).find("train.z_loss"), std::string::npos);
   EXPECT_NE(refused({"model.dyt_alpha=0"}).find("model.dyt_alpha"), std::string::npos);
+  EXPECT_NE(refused({"model.scheme=admin", "model.norm=none"}).find("needs a norm"), std::string::npos);
+  EXPECT_NE(refused({"model.scheme=admin", "model.norm=dyt"}).find("Dynamic Tanh"), std::string::npos);
+  EXPECT_EQ(refused({"model.scheme=normformer", "model.norm=dyt"}), "");
+  EXPECT_NE(refused({"model.scheme=sub-ln", "model.norm=none"}).find("needs a norm"), std::string::npos);
   EXPECT_NE(refused({"model.scheme=nope"}).find("rezero"), std::string::npos);  // the allowed list
 }
 

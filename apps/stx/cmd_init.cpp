@@ -1,4 +1,7 @@
 // stx init — initialize a model from a config and write it as safetensors (docs/model.md).
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -31,6 +34,15 @@ void register_init(Registry& reg) {
     for (auto& p : model->parameters()) n += p.numel();
     std::cout << "wrote " << o->out << ": " << to_string(cfg.model.arch) << ", scheme " << to_string(cfg.model.scheme)
               << (cfg.model.sigma_reparam ? " + σReparam" : "") << ", " << n << " parameters\n";
+    if (cfg.model.scheme == Scheme::Admin) {  // the profiled ω (model/admin.h), stored in the file
+      std::cout << "Admin ω, profiled on " << kAdminProfileBatch << " × "
+                << std::min(kAdminProfileLen, cfg.model.max_len) << " random tokens:";
+      for (auto& p : model->named_parameters(true))
+        if (p.key().find("ratio_change") != std::string::npos)
+          std::cout << " " << p.key().substr(0, p.key().find('.')) << "." << p.key().substr(p.key().find("layers.") + 7)
+                    << "=" << fmt::format("{:.4g}", p.value()[0].item<double>());
+      std::cout << "\n";
+    }
     return 0;
   });
 }

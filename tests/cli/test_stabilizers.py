@@ -4,6 +4,7 @@ norms, ΔF, norm inputs, attention entropy, the largest attention logit, ‖W_K 
 and the combinations stx refuses (exit 2, one line naming the reason).
 Run: python3 tests/cli/test_stabilizers.py build/stx"""
 import gzip
+import json
 import math
 import os
 import sys
@@ -26,6 +27,9 @@ ROWS = [
     ("depth-scaled", ["model.scheme=depth-scaled", "model.residual_scale=2"]),
     ("t-fixup", ["model.scheme=t-fixup", "model.norm=none"]),
     ("ds-init", ["model.scheme=ds-init"]),
+    ("admin", ["model.scheme=admin"]),
+    ("normformer", ["model.scheme=normformer"]),
+    ("sub-ln", ["model.scheme=sub-ln"]),
     ("pre-dyt", ["model.scheme=pre", "model.norm=dyt"]),
     ("post-qknorm", ["model.scheme=post", "model.qk_norm=true"]),
     ("pre-softcap", ["model.scheme=pre", "model.attn_softcap=50", "model.logit_softcap=30"]),
@@ -84,6 +88,13 @@ with tempfile.TemporaryDirectory() as d:
             if "attn_max_logit" in last and name == "pre-softcap":
                 top = max(v for mods in last["attn_max_logit"].values() for vs in mods.values() for v in vs)
                 check(f"{name} [{arch}] attention logits under the cap", top <= 50, top)
+            if name == "admin":  # the profiling pass on the first training batch is recorded
+                prof = os.path.join(d, f"{name}-{arch}", "admin_profile.json")
+                recs = json.load(open(prof))["sublayers"] if os.path.exists(prof) else []
+                n_sub = {"encoder-decoder": 2 * 2 + 2 * 3, "decoder": 3 * 2}[arch]
+                check(f"{name} [{arch}] admin_profile.json: one ω per sub-layer, ω_1 = 1, growing",
+                      len(recs) == n_sub and recs[0]["omega"] == 1.0 and recs[-1]["omega"] > 1.0,
+                      [(r["name"], round(r["omega"], 3)) for r in recs])
             if "log_z" in last:
                 check(f"{name} [{arch}] log Z mean ≤ max", last["log_z"]["mean"] <= last["log_z"]["max"], last["log_z"])
 
@@ -94,6 +105,8 @@ with tempfile.TemporaryDirectory() as d:
             ("t-fixup with a norm", ["model.scheme=t-fixup"], ["T-Fixup", "model.norm"]),
             ("peri-ln without a norm", ["model.scheme=peri-ln", "model.norm=none"], ["needs a norm"]),
             ("deepnorm with Dynamic Tanh", ["model.scheme=deepnorm", "model.norm=dyt"], ["Dynamic Tanh"]),
+            ("admin without a norm", ["model.scheme=admin", "model.norm=none"], ["needs a norm"]),
+            ("admin with Dynamic Tanh", ["model.scheme=admin", "model.norm=dyt"], ["Dynamic Tanh"]),
             ("mix-ln ratio out of range", ["model.scheme=mix-ln", "model.mix_ln_ratio=2"], ["model.mix_ln_ratio"]),
             ("negative z-loss", ["train.z_loss=-1"], ["train.z_loss"])):
         r = run_stx(STX, ["init", "--config", os.path.join(ROOT, "configs", "demo.yaml"), "--seed", "1", "--out", out]

@@ -204,16 +204,36 @@ def attention(w, prefix, x_q, x_kv, key_pad, causal, cfg):
     scores = torch.where(mask, torch.full_like(scores, MASKED_SCORE), scores)
     probs = torch.softmax(scores, dim=-1)
     ctx = (probs @ v).transpose(1, 2).reshape(B, Tq, d)  # concatenate heads
+    if m["scheme"] == "sub-ln" and prefix.endswith(".self_attn"):  # Sub-LN: norm before out_proj
+        ctx = norm(w, prefix + ".inner_attn_ln", ctx, cfg)
     return linear(w, prefix + ".out_proj", ctx, cfg)
 
 
 def ffn(w, prefix, x, cfg):
-    """fc2(act(fc1(x)))."""
-    hdn = activation(linear(w, prefix + ".fc1", x, cfg), model_cfg(cfg)["activation"])
+    """fc2(act(fc1(x))); Sub-LN: fc2(N(act(fc1(x)))) with N = {prefix}.ffn_layernorm; NormFormer
+    the same with the layer's ffn_layernorm (fairseq keeps it beside fc1/fc2)."""
+    m = model_cfg(cfg)
+    hdn = activation(linear(w, prefix + ".fc1", x, cfg), m["activation"])
+    if m["scheme"] == "sub-ln":
+        hdn = norm(w, prefix + ".ffn_layernorm", hdn, cfg)
+    if m["scheme"] == "normformer":
+        hdn = norm(w, prefix[: -len(".ffn")] + ".ffn_layernorm", hdn, cfg)
     return linear(w, prefix + ".fc2", hdn, cfg)
 
 
-POST_STYLE = ("post", "post-init", "deepnorm", "t-fixup", "ds-init")
+def normformer_attn_out(w, p, a, cfg):
+    """NormFormer (fairseq): the self-attention output × c_attn split into h chunks, then attn_ln."""
+    h = model_cfg(cfg)["n_heads"]
+    B, T, d = a.shape
+    a = (a.reshape(B, T, h, d // h) * _req(w, p + ".c_attn")[:, None]).reshape(B, T, d)
+    return norm(w, p + ".attn_ln", a, cfg)
+
+
+POST_STYLE = ("post", "post-init", "deepnorm", "t-fixup", "ds-init", "admin")
+# Admin's ω per sub-layer (Transformer-Clinic's names)
+ADMIN_NAMES = {("encoder", "self_attn"): "attention_ratio_change", ("decoder", "self_attn"): "self_ratio_change",
+               ("decoder", "encoder_attn"): "encoder_ratio_change", ("encoder", "ffn"): "fc_ratio_change",
+               ("decoder", "ffn"): "fc_ratio_change"}
 # sub-layer -> (its norm, Peri-LN's output norm, ReZero's α, LayerScale's λ)
 SUBLAYER_NAMES = {
     "self_attn": ("self_attn_layer_norm", "self_attn_out_layer_norm", "self_attn_resweight", "gamma_1"),
@@ -243,6 +263,9 @@ def sublayer(w, cfg, p, which, x, G, i, L, alpha):
     n_name, out_name, rz_name, ls_name = SUBLAYER_NAMES[which]
     N = lambda y: norm(w, f"{p}.{n_name}", y, cfg)  # noqa: E731
     if post_style(cfg, i, L):
+        if s == "admin":  # x ← N(ω ⊙ x + G(x))
+            x_skip = _req(w, f"{p}.{ADMIN_NAMES[(p.split('.')[0], which)]}") * x
+            return N(x_skip + G(x))
         return N((alpha if s == "deepnorm" else 1.0) * x + G(x))
     h = N(x)
     if s == "ln-scaling":
@@ -256,7 +279,16 @@ def sublayer(w, cfg, p, which, x, G, i, L, alpha):
         b = _req(w, f"{p}.{ls_name}") * b
     if s == "depth-scaled":
         b = float(m["residual_scale"]) / math.sqrt(L) * b
+    if s == "normformer" and which == "ffn":  # w_resid on the skip path
+        return _req(w, f"{p}.w_resid") * x + b
     return x + b
+
+
+def self_attn_branch(w, cfg, p, pad, causal):
+    def G(y):
+        a = attention(w, p + ".self_attn", y, y, pad, causal, cfg)
+        return normformer_attn_out(w, p, a, cfg) if model_cfg(cfg)["scheme"] == "normformer" else a
+    return G
 
 
 # --------------------------------------------------------------------------- layers and stacks
@@ -265,8 +297,7 @@ def encoder_layer(w, cfg, i, x, src_pad, alpha=None):
     p = f"encoder.layers.{i}"
     L = model_cfg(cfg)["encoder_layers"]
     a = residual_alpha(cfg, "encoder") if alpha is None else alpha
-    x = sublayer(w, cfg, p, "self_attn", x, lambda y: attention(w, p + ".self_attn", y, y, src_pad, False, cfg),
-                 i, L, a)
+    x = sublayer(w, cfg, p, "self_attn", x, self_attn_branch(w, cfg, p, src_pad, False), i, L, a)
     x = sublayer(w, cfg, p, "ffn", x, lambda y: ffn(w, p + ".ffn", y, cfg), i, L, a)
     return x
 
@@ -275,8 +306,7 @@ def decoder_layer(w, cfg, i, x, tgt_pad, enc_out=None, src_pad=None, alpha=None)
     p = f"decoder.layers.{i}"
     L = model_cfg(cfg)["decoder_layers"]
     a = residual_alpha(cfg, "decoder") if alpha is None else alpha
-    x = sublayer(w, cfg, p, "self_attn", x, lambda y: attention(w, p + ".self_attn", y, y, tgt_pad, True, cfg),
-                 i, L, a)
+    x = sublayer(w, cfg, p, "self_attn", x, self_attn_branch(w, cfg, p, tgt_pad, True), i, L, a)
     if enc_out is not None:
         x = sublayer(w, cfg, p, "encoder_attn", x,
                      lambda y: attention(w, p + ".encoder_attn", y, enc_out, src_pad, False, cfg), i, L, a)
@@ -359,11 +389,11 @@ def expected_shapes(cfg):
 
     scheme = m["scheme"]
 
-    def nrm(prefix):
+    def nrm(prefix, n=d):
         if kind in ("layernorm", "rmsnorm", "dyt"):
-            out[prefix + ".weight"] = [d]
+            out[prefix + ".weight"] = [n]
         if kind in ("layernorm", "dyt"):
-            out[prefix + ".bias"] = [d]
+            out[prefix + ".bias"] = [n]
         if kind == "dyt":
             out[prefix + ".alpha"] = [1]
 
@@ -384,6 +414,18 @@ def expected_shapes(cfg):
             out[f"{p}.{rz_name}"] = [1]
         if scheme == "layerscale":
             out[f"{p}.{ls_name}"] = [d]
+        if scheme == "admin":
+            out[f"{p}.{ADMIN_NAMES[(p.split('.')[0], which)]}"] = [d]
+        if scheme == "normformer" and which == "self_attn":
+            nrm(f"{p}.attn_ln")
+            out[f"{p}.c_attn"] = [m["n_heads"]]
+        if scheme == "normformer" and which == "ffn":
+            nrm(f"{p}.ffn_layernorm", dff)
+            out[f"{p}.w_resid"] = [d]
+        if scheme == "sub-ln" and which == "self_attn":
+            nrm(f"{p}.self_attn.inner_attn_ln")
+        if scheme == "sub-ln" and which == "ffn":
+            nrm(f"{p}.ffn.ffn_layernorm", dff)
 
     sides = {"encoder": ["encoder"], "decoder": ["decoder"],
              "encoder-decoder": ["encoder", "decoder"]}[arch]
@@ -414,7 +456,8 @@ def linear_names(cfg):
     """Prefixes of every linear layer (the ones σReparam and the init schemes act on)."""
     return sorted(n[: -len(".weight")] for n in expected_shapes(cfg)
                   if n.endswith(".weight") and (".layers." in n or "output_projection" in n)
-                  and "layer_norm" not in n and "_norm." not in n)
+                  and "layer_norm" not in n and "_norm." not in n and "layernorm" not in n
+                  and "attn_ln" not in n)
 
 
 # --------------------------------------------------------------------------- self-check

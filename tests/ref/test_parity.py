@@ -81,6 +81,10 @@ def build_cases():
         add(f"{scheme}/{norm}", arch, scheme=scheme, norm=norm)
     # the stabilizers of docs/model.md#stabilizers × arch (mix_ln_ratio 0.5: both kinds of layer)
     for arch in ARCHS:
+        add("admin", arch, scheme="admin")
+        add("normformer", arch, scheme="normformer")
+        add("normformer rmsnorm gelu", arch, scheme="normformer", norm="rmsnorm", activation="gelu")
+        add("sub-ln", arch, scheme="sub-ln")
         add("rezero", arch, scheme="rezero", norm="none")
         add("layerscale (CaiT eps)", arch, scheme="layerscale")
         add("layerscale eps=0.3 rmsnorm", arch, scheme="layerscale", layerscale_init=0.3, norm="rmsnorm")
@@ -100,6 +104,10 @@ def build_cases():
     add("combined: mix-ln qk_norm softcap sigma untied", "encoder-decoder",
         scheme="mix-ln", mix_ln_ratio=0.5, qk_norm=True, attn_softcap=1.0, logit_softcap=3.0,
         sigma_reparam=True, tie_embeddings=False)
+    add("combined: admin rmsnorm sigma untied qk_norm", "encoder-decoder", scheme="admin", norm="rmsnorm",
+        sigma_reparam=True, tie_embeddings=False, qk_norm=True)
+    add("combined: sub-ln dyt learned 6L-3L", "encoder-decoder", scheme="sub-ln", norm="dyt",
+        positions="learned", encoder_layers=6, decoder_layers=3)
     add("combined: layerscale dyt qk_norm learned gelu", "decoder", scheme="layerscale",
         norm="dyt", qk_norm=True, positions="learned", activation="gelu", layerscale_init=0.2)
     # variants
@@ -146,6 +154,7 @@ def build_cases():
         add("init stats t-fixup", arch, scheme="t-fixup", norm="none", **wide)
         add("init stats t-fixup untied", arch, scheme="t-fixup", norm="none", tie_embeddings=False, **wide)
         add("init stats ds-init (paper: l^-1/2)", arch, scheme="ds-init", **wide)
+        add("init stats sub-ln (Magneto gamma)", arch, scheme="sub-ln", **wide)
     add("init stats ds-init (code: l^-1/4) 8L-4L", "encoder-decoder", scheme="ds-init", ds_init_exponent=0.25,
         encoder_layers=8, decoder_layers=4, **wide)
     add("init stats deepnorm 12L-6L", "encoder-decoder", scheme="deepnorm", encoder_layers=12,
@@ -249,8 +258,12 @@ def check_init_exact(w, cfg):
     for k, t in w.items():
         if k.endswith(".bias") and t.abs().max().item() != 0:
             errs.append(f"{k} not zero")
-        if ("layer_norm" in k or "_norm." in k) and k.endswith(".weight") and not torch.all(t == 1):
+        if is_norm_weight(k) and not torch.all(t == 1):
             errs.append(f"{k} not one")
+        if k.rsplit(".", 1)[-1] in ("c_attn", "w_resid") and not torch.all(t == 1):
+            errs.append(f"{k} not one (NormFormer's scales start at 1)")
+        if k.endswith("_ratio_change") and not (torch.all(t == t[0]) and 0 < t[0].item() < 1e6):
+            errs.append(f"{k} is not a positive constant vector (Admin's ω)")
         if k.endswith(".alpha") and not torch.all(t == np.float32(m["dyt_alpha"])):
             errs.append(f"{k} = {t.flatten()[0].item():.7g}, want dyt_alpha {m['dyt_alpha']}")
         if k.endswith("_resweight") and not torch.all(t == 0):
@@ -305,6 +318,14 @@ def expected_std(cfg, prefix, shape):
         std *= 0.67 * n ** -0.25 if side == "encoder" else (9 * n) ** -0.25
     if m["scheme"] == "ds-init":  # U(−b, b), b = √(6/(fan_in+fan_out))·l^(−e): std b/√3
         std *= (layer + 1) ** -float(m["ds_init_exponent"])
+    if m["scheme"] == "sub-ln" and leaf in ("fc1", "fc2", "v_proj", "out_proj") and ".encoder_attn." not in prefix:
+        # Magneto's γ (torchscale; it skips cross-attention)
+        N, M = m["encoder_layers"], m["decoder_layers"]
+        if m["arch"] == "encoder-decoder":
+            std *= math.sqrt(math.log(3 * M) * math.log(2 * N) / 3) if side == "encoder" else \
+                math.sqrt(math.log(3 * M))
+        else:
+            std *= math.sqrt(math.log(2 * m[f"{side}_layers"]))
     return std
 
 
@@ -346,6 +367,30 @@ def check_init_stats(w, cfg):
     return worst, len(items)
 
 
+def is_norm_weight(k):
+    return k.endswith(".weight") and ("layer_norm" in k or "_norm." in k or "layernorm" in k or "attn_ln" in k)
+
+
+def check_admin_profile(w, cfg):
+    """Admin's ω (stx/model/admin.h): the first sub-layer of each stack has ω = 1 exactly, and ω
+    grows (ω² adds the branch variances of the earlier sub-layers)."""
+    m = ref.model_cfg(cfg)
+    errs = []
+    for side in ("encoder", "decoder"):
+        names = [k for k in w if k.startswith(side + ".") and k.endswith("_ratio_change")]
+        if not names:
+            continue
+        first = [k for k in names if k.startswith(f"{side}.layers.0.") and
+                 ("attention_ratio" in k or "self_ratio" in k)]
+        if len(first) != 1 or w[first[0]][0].item() != 1.0:
+            errs.append(f"{side}: the first sub-layer's ω is not 1")
+        last = w[f"{side}.layers.{m[side + '_layers'] - 1}.fc_ratio_change"][0].item()
+        if not last > 1.0:
+            errs.append(f"{side}: the last sub-layer's ω = {last:.4g}, want > 1")
+    if errs:
+        raise CaseFailure("Admin profile: " + "; ".join(errs))
+
+
 def perturb(w, cfg, gen):
     """Move the parameters init sets to trivial values (biases 0, norm weights 1, γ = σ, u/v
     the exact singular pair) so the forward comparison exercises how they are applied."""
@@ -354,9 +399,10 @@ def perturb(w, cfg, gen):
         r = torch.randn(t.shape, generator=gen, dtype=torch.float64)
         if k.endswith(".bias"):
             out[k] = (t.double() + 0.2 * r).float()
-        elif ("layer_norm" in k or "_norm." in k) and k.endswith(".weight"):
+        elif is_norm_weight(k):
             out[k] = (t.double() + 0.2 * r).float()
-        elif k.endswith(".alpha") or k.rsplit(".", 1)[-1] in ("gamma_1", "gamma_2", "gamma_cross"):
+        elif k.endswith(".alpha") or k.rsplit(".", 1)[-1] in ("gamma_1", "gamma_2", "gamma_cross", "c_attn",
+                                                                 "w_resid") or k.endswith("_ratio_change"):
             out[k] = (t.double() + 0.2 * r).float()
         elif k.endswith("_resweight"):
             out[k] = (0.5 * r).float()
@@ -401,6 +447,8 @@ def run_case(stx, case):
         w, meta = st.load(init_path)
         cfg = check_file(w, meta, case)
         check_init_exact(w, cfg)
+        if ref.model_cfg(cfg)["scheme"] == "admin":
+            check_admin_profile(w, cfg)
         notes = []
         if case.stats:
             worst, n = check_init_stats(w, cfg)

@@ -14,7 +14,10 @@ enum class Arch { Encoder, Decoder, EncoderDecoder };
 // rezero x ← x + α_l·G(x); layerscale x ← x + λ_l ⊙ G(N(x)); peri-ln x ← x + N(G(N(x)));
 // mix-ln Post-LN in the first ⌊p·L⌋ layers, Pre-LN above; ln-scaling Pre-LN with the norm's
 // output × 1/√l; depth-scaled Pre-LN with the branch × a/√L; t-fixup x ← x + G(x), no norm, scaled
-// init (Huang et al. 2020); ds-init Post-LN with layer l's uniform init bound × l^(−e) (Zhang et al. 2019).
+// init (Huang et al. 2020); ds-init Post-LN with layer l's uniform init bound × l^(−e) (Zhang et al. 2019);
+// admin x ← N(ω ⊙ x + G(x)) with ω from a profiling pass (Liu et al. 2020); normformer Pre-LN with
+// a norm after self-attention and after the FFN activation, head and residual scales (Shleifer et
+// al. 2021); sub-ln Pre-LN with a norm before out_proj and fc2 and γ-scaled init (Wang et al. 2022, Magneto).
 enum class Scheme {
   Post,
   Pre,
@@ -27,7 +30,10 @@ enum class Scheme {
   LNScaling,
   DepthScaled,
   TFixup,
-  DSInit
+  DSInit,
+  Admin,
+  NormFormer,
+  SubLN
 };
 // dyt: Dynamic Tanh γ ⊙ tanh(α·x) + β (Zhu et al. 2025).
 enum class NormKind { LayerNorm, RMSNorm, None, DyT };

@@ -86,7 +86,10 @@ const EnumNames<Scheme> kScheme{{{"post", Scheme::Post},
                                  {"ln-scaling", Scheme::LNScaling},
                                  {"depth-scaled", Scheme::DepthScaled},
                                  {"t-fixup", Scheme::TFixup},
-                                 {"ds-init", Scheme::DSInit}}};
+                                 {"ds-init", Scheme::DSInit},
+                                 {"admin", Scheme::Admin},
+                                 {"normformer", Scheme::NormFormer},
+                                 {"sub-ln", Scheme::SubLN}}};
 const EnumNames<NormKind> kNorm{{{"layernorm", NormKind::LayerNorm},
                                  {"rmsnorm", NormKind::RMSNorm},
                                  {"dyt", NormKind::DyT},
@@ -281,7 +284,8 @@ bool post_style_layer(Scheme s, double mix_ln_ratio, int64_t l, int64_t L) {
     case Scheme::DeepNorm:
     case Scheme::PostInit:
     case Scheme::TFixup:
-    case Scheme::DSInit: return true;
+    case Scheme::DSInit:
+    case Scheme::Admin: return true;
     case Scheme::MixLN: return l < static_cast<int64_t>(std::floor(mix_ln_ratio * static_cast<double>(L)));
     default: return false;
   }

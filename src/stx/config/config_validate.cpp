@@ -62,7 +62,7 @@ void validate(const Config& c) {
     fail("model.norm", "dyt",
          "is not allowed with scheme '" + scheme +
              "': Dynamic Tanh (Zhu et al. 2025) is defined as the norm of Pre-LN-style sub-layers; "
-             "use it with pre, layerscale, peri-ln, ln-scaling or depth-scaled");
+             "use it with pre, layerscale, peri-ln, ln-scaling, depth-scaled, normformer or sub-ln");
   if (!(m.dyt_alpha > 0) || !std::isfinite(m.dyt_alpha))
     fail("model.dyt_alpha", as_written(m.dyt_alpha), "must be a finite number > 0");
   if (!(m.layerscale_init >= 0) || !std::isfinite(m.layerscale_init))

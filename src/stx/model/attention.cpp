@@ -8,7 +8,7 @@
 
 namespace stx {
 
-AttentionImpl::AttentionImpl(const ModelConfig& m)
+AttentionImpl::AttentionImpl(const ModelConfig& m, bool inner_norm)
     : heads_(m.n_heads),
       d_head_(m.d_model / m.n_heads),
       attention_dropout_(m.attention_dropout),
@@ -23,6 +23,11 @@ AttentionImpl::AttentionImpl(const ModelConfig& m)
     q_norm = register_module("q_norm", Norm(NormKind::LayerNorm, d_head_, m.norm_eps));
     k_norm = register_module("k_norm", Norm(NormKind::LayerNorm, d_head_, m.norm_eps));
   }
+  if (inner_norm) inner_attn_ln = register_module("inner_attn_ln", Norm(m.norm, d, m.norm_eps, m.dyt_alpha));
+}
+
+torch::Tensor AttentionImpl::project_out(const torch::Tensor& h) {
+  return out_proj->forward(inner_attn_ln ? inner_attn_ln->forward(h) : h);
 }
 
 torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -37,7 +42,7 @@ torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor&
     probs = torch::dropout(probs, attention_dropout_, true);  // as the fused core
   const int64_t B = q.size(0), Tq = q.size(2);
   auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, Tq, heads_ * d_head_});
-  return out_proj->forward(out);
+  return project_out(out);
 }
 
 namespace {
@@ -78,7 +83,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
                            causal, p, want_probs ? &probs : nullptr);
     }
     if (want_probs) tap("probs", probs);
-    return out_proj->forward(out);
+    return project_out(out);
   }
   auto q = heads(q_proj->forward(x), q_norm);
   auto k = heads(k_proj->forward(memory), k_norm);

@@ -3,7 +3,8 @@
 // Heads split the feature axis contiguously. Masked scores are replaced by −1e9.
 // QK-LayerNorm (Dehghani et al. 2023; Wortsman et al. 2023): q and k each pass a LayerNorm
 // over d_h (q_norm, k_norm, shared by the heads) before the product. Soft-capping (Gemma 2):
-// scores z ← c·tanh(z/c) before the mask.
+// scores z ← c·tanh(z/c) before the mask. Sub-LN (Wang et al. 2022, Magneto): a norm
+// `inner_attn_ln` over the concatenated heads before out_proj (torchscale: self-attention only).
 #pragma once
 #include <torch/torch.h>
 
@@ -15,8 +16,9 @@ namespace stx {
 
 class AttentionImpl : public torch::nn::Module {
  public:
-  // model.d_model, n_heads, bias, sigma_reparam, attention_dropout, qk_norm, attn_softcap.
-  explicit AttentionImpl(const ModelConfig& m);
+  // model.d_model, n_heads, bias, sigma_reparam, attention_dropout, qk_norm, attn_softcap;
+  // inner_norm: Sub-LN's inner_attn_ln (model.norm).
+  explicit AttentionImpl(const ModelConfig& m, bool inner_norm = false);
   // x: [B, Tq, d] queries; memory: [B, Tk, d] keys/values (x itself for self-attention).
   // key_pad: [B, Tk] bool, true where the key is padding (undefined: none). causal: mask
   // keys after the query. Records "probs" at `tap` when asked.
@@ -31,12 +33,14 @@ class AttentionImpl : public torch::nn::Module {
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
   Norm q_norm{nullptr}, k_norm{nullptr};  // QK-LayerNorm only
+  Norm inner_attn_ln{nullptr};            // Sub-LN only
 
  private:
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& mask, const TapSite& tap);  // [B,H,Tq,d_h] → [B,Tq,d]
   // [B, T, d] → [B, H, T, d_h], through q_norm / k_norm when given.
   torch::Tensor heads(const torch::Tensor& t, Norm& norm);
+  torch::Tensor project_out(const torch::Tensor& heads_out);  // [B, T, d] → (inner_attn_ln) → out_proj
   int64_t heads_, d_head_;
   double attention_dropout_, softcap_;
 };

@@ -1,7 +1,9 @@
 #include "stx/model/init.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "stx/model/admin.h"
 #include "stx/model/transformer.h"
 
 namespace stx {
@@ -31,6 +33,17 @@ DeepNormCoefficients deepnorm_coefficients(Arch arch, int64_t N, int64_t M) {
 DeepNormCoefficients deepnorm_coefficients(const ModelConfig& cfg) {
   if (cfg.scheme != Scheme::DeepNorm) return {};
   return deepnorm_coefficients(cfg.arch, cfg.encoder_layers, cfg.decoder_layers);
+}
+
+double subln_gamma(Arch arch, int64_t N, int64_t M, bool encoder) {
+  const double n = static_cast<double>(N), m = static_cast<double>(M);
+  switch (arch) {
+    case Arch::Encoder: return encoder ? std::sqrt(std::log(2 * n)) : 1.0;
+    case Arch::Decoder: return encoder ? 1.0 : std::sqrt(std::log(2 * m));
+    case Arch::EncoderDecoder:
+      return encoder ? std::sqrt(std::log(3 * m) * std::log(2 * n) / 3) : std::sqrt(std::log(3 * m));
+  }
+  return 1.0;
 }
 
 namespace {
@@ -71,12 +84,18 @@ void init_stack(Stack& s, const ModelConfig& cfg, double beta, Side side) {
   const double tfix = cfg.scheme != Scheme::TFixup ? 1.0
                       : side == Side::Encoder      ? 0.67 * std::pow(static_cast<double>(N), -0.25)
                                                    : std::pow(9.0 * static_cast<double>(N), -0.25);
+  // Sub-LN (Magneto): the same four weights × γ (subln_gamma), cross-attention excepted.
+  const double sub = cfg.scheme != Scheme::SubLN
+                         ? 1.0
+                         : subln_gamma(cfg.arch, cfg.encoder_layers, cfg.decoder_layers, side == Side::Encoder);
+  const double g = beta * tfix * sub;
   for (int64_t i = 0; i < N; ++i) {
     auto& layer = s->layers[i];
-    init_attention(layer->self_attn, cfg, beta * tfix);
+    init_attention(layer->self_attn, cfg, g);
+    // Sub-LN leaves cross-attention out of γ (torchscale skips every "encoder_attn" parameter).
     if (layer->encoder_attn) init_attention(layer->encoder_attn, cfg, beta * tfix);
-    xavier(layer->ffn->fc1, beta * tfix);
-    xavier(layer->ffn->fc2, beta * tfix);
+    xavier(layer->ffn->fc1, g);
+    xavier(layer->ffn->fc2, g);
     if (cfg.scheme == Scheme::DSInit) ds_init_layer(layer, cfg.ds_init_exponent, i + 1);
     if (cfg.scheme == Scheme::PostInit) {
       const double k = static_cast<double>(N - (i + 1) + 1);  // k_l = N − l + 1, l 1-based
@@ -120,6 +139,10 @@ void initialize(TransformerImpl& model, uint64_t seed) {
   if (cfg.sigma_reparam)
     for (auto& m : model.modules(/*include_self=*/false))
       if (auto* lin = dynamic_cast<LinearImpl*>(m.get())) lin->reset_sigma(cfg.gamma_init);
+  // Admin (Liu et al. 2020) last, as it runs the model: ω from the profiling pass on random
+  // tokens; the trainer repeats it on its first batch (train/trainer.cpp).
+  if (cfg.scheme == Scheme::Admin)
+    admin_profile_random(model, kAdminProfileBatch, std::min(kAdminProfileLen, cfg.max_len));
 }
 
 }  // namespace stx

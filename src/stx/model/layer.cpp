@@ -16,7 +16,7 @@ double layerscale_epsilon(const ModelConfig& cfg, int64_t L) {
 }
 
 LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alpha, int64_t l, int64_t L)
-    : causal_(causal) {
+    : causal_(causal), l_(l), heads_(cfg.n_heads) {
   const auto d = cfg.d_model;
   spec_.post_style = post_style_layer(cfg.scheme, cfg.mix_ln_ratio, l, L);
   spec_.alpha = alpha;
@@ -26,8 +26,8 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
   auto norm = [&](const std::string& name) {
     return register_module(name, Norm(cfg.norm, d, cfg.norm_eps, cfg.dyt_alpha));
   };
-  const bool peri = cfg.scheme == Scheme::PeriLN;
-  self_attn = register_module("self_attn", Attention(cfg));
+  const bool peri = cfg.scheme == Scheme::PeriLN, subln = cfg.scheme == Scheme::SubLN;
+  self_attn = register_module("self_attn", Attention(cfg, /*inner_norm=*/subln));
   self_attn_layer_norm = norm(kSelfNorm);
   if (peri) self_attn_out_layer_norm = norm(kSelfOut);
   if (cross) {
@@ -35,9 +35,23 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
     encoder_attn_layer_norm = norm(kCrossNorm);
     if (peri) encoder_attn_out_layer_norm = norm(kCrossOut);
   }
-  ffn = register_module("ffn", FFN(cfg));
+  ffn = register_module("ffn", FFN(cfg, /*mid_norm=*/subln));
   final_layer_norm = norm(kFFNNorm);
   if (peri) ffn_out_layer_norm = norm(kFFNOut);
+  if (cfg.scheme == Scheme::NormFormer) {  // fairseq: attn_ln, c_attn, ffn_layernorm, w_resid
+    attn_ln = norm("attn_ln");
+    c_attn = register_parameter("c_attn", torch::ones({cfg.n_heads}));
+    ffn_layernorm = register_module("ffn_layernorm", Norm(cfg.norm, cfg.d_ff, cfg.norm_eps, cfg.dyt_alpha));
+    w_resid = register_parameter("w_resid", torch::ones({d}));
+  }
+  if (cfg.scheme == Scheme::Admin) {  // ω per sub-layer, set by the profiling pass (admin.h)
+    self_skip_name_ = causal ? "self_ratio_change" : "attention_ratio_change";
+    cross_skip_name_ = "encoder_ratio_change";
+    ffn_skip_name_ = "fc_ratio_change";
+    self_attn_skip = register_parameter(self_skip_name_, torch::ones({d}));
+    if (cross) encoder_attn_skip = register_parameter(cross_skip_name_, torch::ones({d}));
+    ffn_skip = register_parameter(ffn_skip_name_, torch::ones({d}));
+  }
   if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
     self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
     if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
@@ -54,18 +68,44 @@ void LayerImpl::reset_gains() {
   torch::NoGradGuard no_grad;
   for (auto* g : {&self_attn_gain, &encoder_attn_gain, &ffn_gain})
     if (g->defined()) g->fill_(gain_init_);
+  for (auto* g : {&self_attn_skip, &encoder_attn_skip, &ffn_skip, &c_attn, &w_resid})
+    if (g->defined()) g->fill_(1.0);
+}
+
+torch::Tensor LayerImpl::self_attn_out(const torch::Tensor& a) {
+  if (!c_attn.defined()) return a;
+  // fairseq applies the head scales to out_proj's output split into h chunks (the paper writes
+  // them on the heads before W^O; docs/reference.md#normformer).
+  const auto B = a.size(0), T = a.size(1), d = a.size(2);
+  auto scaled = (a.view({B, T, heads_, d / heads_}) * c_attn.view({heads_, 1})).view({B, T, d});
+  return attn_ln->forward(scaled);
 }
 
 SubLayer LayerImpl::sub(Which w) {
+  const std::string at = std::to_string(l_) + ".";
   switch (w) {
     case kSelf:
-      return {self_attn_layer_norm, kSelfNorm, self_attn_out_layer_norm ? &self_attn_out_layer_norm : nullptr,
-              &kSelfOut, self_attn_gain};
+      return {self_attn_layer_norm,
+              kSelfNorm,
+              self_attn_out_layer_norm ? &self_attn_out_layer_norm : nullptr,
+              &kSelfOut,
+              self_attn_gain,
+              self_attn_skip,
+              admin_profile,
+              at + self_skip_name_};
     case kCross:
-      return {encoder_attn_layer_norm, kCrossNorm, encoder_attn_out_layer_norm ? &encoder_attn_out_layer_norm : nullptr,
-              &kCrossOut, encoder_attn_gain};
+      return {encoder_attn_layer_norm,
+              kCrossNorm,
+              encoder_attn_out_layer_norm ? &encoder_attn_out_layer_norm : nullptr,
+              &kCrossOut,
+              encoder_attn_gain,
+              encoder_attn_skip,
+              admin_profile,
+              at + cross_skip_name_};
     case kFFN:
-      return {final_layer_norm, kFFNNorm, ffn_out_layer_norm ? &ffn_out_layer_norm : nullptr, &kFFNOut, ffn_gain};
+      return {final_layer_norm, kFFNNorm,           ffn_out_layer_norm ? &ffn_out_layer_norm : nullptr,
+              &kFFNOut,         ffn_gain,           ffn_skip.defined() ? ffn_skip : w_resid,
+              admin_profile,    at + ffn_skip_name_};
   }
   return {final_layer_norm, kFFNNorm};
 }
@@ -76,7 +116,10 @@ torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& s
   tap("input", x0);
   auto x = residual(
       spec_, is_training(), sub(kSelf),
-      [&](const torch::Tensor& h) { return self_attn->forward(h, h, self_pad, causal_, tap.sub("self_attn")); }, x0,
+      [&](const torch::Tensor& h) {
+        return self_attn_out(self_attn->forward(h, h, self_pad, causal_, tap.sub("self_attn")));
+      },
+      x0,
       pre ? std::array<const char*, 3>{"pre1", "pre2", "pre3"} : std::array<const char*, 3>{"post1", "post2", "post3"},
       tap);
   if (encoder_attn) {
@@ -88,7 +131,7 @@ torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& s
         x, {"cross1", "cross2", "cross3"}, tap);
   }
   return residual(
-      spec_, is_training(), sub(kFFN), [&](const torch::Tensor& h) { return ffn->forward(h); }, x,
+      spec_, is_training(), sub(kFFN), [&](const torch::Tensor& h) { return ffn->forward(h, &ffn_layernorm); }, x,
       pre ? std::array<const char*, 3>{"pre4", "pre5", "output"}
           : std::array<const char*, 3>{"post4", "post5", "output"},
       tap);
@@ -97,16 +140,18 @@ torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& s
 torch::Tensor LayerImpl::forward_step(const torch::Tensor& x0, const torch::Tensor& memory,
                                       const torch::Tensor& memory_pad, LayerCache& c) {
   const std::array<const char*, 3> none{"", "", ""};  // no taps while decoding
-  auto x = residual(spec_, false, sub(kSelf),
-                    [&](const torch::Tensor& h) { return self_attn->forward_step(h, {}, {}, c.self_k, c.self_v); }, x0,
-                    none, {});
+  auto x = residual(
+      spec_, false, sub(kSelf),
+      [&](const torch::Tensor& h) { return self_attn_out(self_attn->forward_step(h, {}, {}, c.self_k, c.self_v)); }, x0,
+      none, {});
   if (encoder_attn) {
     x = residual(
         spec_, false, sub(kCross),
         [&](const torch::Tensor& h) { return encoder_attn->forward_step(h, memory, memory_pad, c.cross_k, c.cross_v); },
         x, none, {});
   }
-  return residual(spec_, false, sub(kFFN), [&](const torch::Tensor& h) { return ffn->forward(h); }, x, none, {});
+  return residual(spec_, false, sub(kFFN), [&](const torch::Tensor& h) { return ffn->forward(h, &ffn_layernorm); }, x,
+                  none, {});
 }
 
 }  // namespace stx

@@ -26,7 +26,8 @@ class LayerImpl : public torch::nn::Module {
   // Incremental decoding (eval): x [B, t, d] the newest positions; see AttentionImpl::forward_step.
   torch::Tensor forward_step(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_pad,
                              LayerCache& cache);
-  // The initialization of the scheme's own parameters: ReZero's α_l = 0, LayerScale's λ_l = ε.
+  // The initialization of the scheme's own parameters: ReZero's α_l = 0, LayerScale's λ_l = ε,
+  // Admin's ω = 1 (before profiling), NormFormer's c_attn = w_resid = 1.
   void reset_gains();
 
   Attention self_attn{nullptr}, encoder_attn{nullptr};
@@ -36,14 +37,27 @@ class LayerImpl : public torch::nn::Module {
   Norm self_attn_out_layer_norm{nullptr}, encoder_attn_out_layer_norm{nullptr}, ffn_out_layer_norm{nullptr};
   // ReZero's α (self_attn_resweight, …) or LayerScale's λ (CaiT's gamma_1, gamma_2; gamma_cross).
   torch::Tensor self_attn_gain, encoder_attn_gain, ffn_gain;
+  // Admin's ω [d] per sub-layer, Transformer-Clinic's names: attention_ratio_change (encoder) /
+  // self_ratio_change (decoder), encoder_ratio_change (cross-attention), fc_ratio_change (FFN).
+  torch::Tensor self_attn_skip, encoder_attn_skip, ffn_skip;
+  // NormFormer (Shleifer et al. 2021), fairseq's names and placement: the self-attention output
+  // (after out_proj) × c_attn [h] head by head, then attn_ln; ffn_layernorm over d_ff after the
+  // activation; the FFN sub-layer's skip path × w_resid [d].
+  Norm attn_ln{nullptr}, ffn_layernorm{nullptr};
+  torch::Tensor c_attn, w_resid;
+  // Set by admin_profile() (admin.h) for the duration of its pass.
+  AdminProfile* admin_profile = nullptr;
 
  private:
   enum Which { kSelf, kCross, kFFN };
   SubLayer sub(Which w);
+  torch::Tensor self_attn_out(const torch::Tensor& a);  // NormFormer's c_attn and attn_ln
 
   ResidualSpec spec_;
   bool causal_;
   double gain_init_ = 0.0;
+  int64_t l_ = 0, heads_ = 1;
+  std::string self_skip_name_, cross_skip_name_, ffn_skip_name_;
 };
 TORCH_MODULE(Layer);
 

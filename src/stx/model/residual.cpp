@@ -24,15 +24,21 @@ torch::Tensor residual(const ResidualSpec& spec, bool training, const SubLayer& 
     if (spec.branch_scale != 1.0) b = b * spec.branch_scale;
     b = drop(b);  // pre,2 / pre,5
     tap(points[1], b);
-    auto y = x + b;  // pre,3 / x_{l+1}
+    auto y = sub.skip.defined() ? x * sub.skip + b : x + b;  // pre,3 / x_{l+1}
     tap(points[2], y);
     return y;
   }
-  auto g = drop(G(x));                                        // post,1 / post,4
-  if (!tap.taps && residual_norm_available(x, norm->kind()))  // the three steps below as one node
-    return residual_norm(x, g, spec.alpha, norm->kind(), norm->weight, norm->bias, norm->eps());
+  auto g = drop(G(x));  // post,1 / post,4
+  torch::Tensor xs = x;
+  if (sub.skip.defined()) {  // Admin: ω ⊙ x
+    if (sub.profile) sub.skip.fill_(sub.profile->omega);
+    xs = x * sub.skip;
+    if (sub.profile) sub.profile->add(sub.skip_name, xs, g);
+  }
+  if (!tap.taps && residual_norm_available(xs, norm->kind()))  // the three steps below as one node
+    return residual_norm(xs, g, spec.alpha, norm->kind(), norm->weight, norm->bias, norm->eps());
   tap(points[0], g);
-  auto s = spec.alpha == 1.0 ? x + g : x * spec.alpha + g;  // post,2 / post,5
+  auto s = spec.alpha == 1.0 ? xs + g : xs * spec.alpha + g;  // post,2 / post,5
   tap(points[1], s);
   if (tap.taps) tap(sub.norm_name + ".input", s);
   auto y = norm->forward(s);  // post,3 / x_{l+1}

@@ -35,9 +35,13 @@ bool ends_with(const std::string& s, const std::string& tail) {
 std::string sublayer(const std::string& module) {
   if (module.rfind("self_attn", 0) == 0) return "self_attn";
   if (module.rfind("encoder_attn", 0) == 0) return "encoder_attn";
-  if (module == "gamma_1") return "self_attn";  // LayerScale's λ (layer.h)
-  if (module == "gamma_cross") return "encoder_attn";
-  return "ffn";  // ffn, final_layer_norm, ffn_out_layer_norm, gamma_2, ffn_resweight
+  // LayerScale's λ, Admin's ω, NormFormer's attention-side parameters (layer.h)
+  if (module == "gamma_1" || module == "attention_ratio_change" || module == "self_ratio_change" ||
+      module == "attn_ln" || module == "c_attn")
+    return "self_attn";
+  if (module == "gamma_cross" || module == "encoder_ratio_change") return "encoder_attn";
+  return "ffn";  // ffn, final_layer_norm, ffn_out_layer_norm, gamma_2, ffn_resweight, fc_ratio_change,
+                 // ffn_layernorm, w_resid
 }
 
 // Σ g² per key, in double.
