@@ -68,7 +68,8 @@ void register_theory(Registry& reg) {
   auto* sub = reg.app.add_subcommand(
       "theory", "check the seed papers' claims against measurement (prints predicted vs measured)");
   sub->add_option("experiment", t->name,
-                  "lemma2 | lemma3 | theorem1 | grad-profile | deepnet-update | sigma-toy | entropy-bound | all")
+                  "lemma2 | lemma3 | theorem1 | grad-profile | deepnet-update | sigma-toy | entropy-bound | "
+                  "stabilizers-init | all")
       ->required();
   sub->add_flag("--full", t->o.full, "paper-sized settings (slow) instead of the quick defaults");
   sub->add_option("--seed", t->seed, "base random seed");

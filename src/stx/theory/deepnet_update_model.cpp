@@ -24,6 +24,7 @@ ModelConfig model_config(const Setup& s, Scheme scheme, int64_t depth, bool theo
   m.dropout = 0;
   m.max_len = 2 * s.T + 2;
   m.pad_id = -1;  // the text has no byte 0: no padding
+  if (scheme == Scheme::TFixup || scheme == Scheme::ReZero) m.norm = NormKind::None;  // norm-free schemes
   return m;
 }
 

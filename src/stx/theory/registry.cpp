@@ -17,6 +17,9 @@ const std::vector<Experiment>& experiments() {
        run_deepnet_update},
       {"sigma-toy", "σReparam article's toy: entropy collapse as σ grows, and σReparam's fixed point", run_sigma_toy},
       {"entropy-bound", "Zhai et al. Theorem 3.1: attention entropy ≥ the closed-form bound in σ", run_entropy_bound},
+      {"stabilizers-init",
+       "ReZero, LayerScale, Admin, T-Fixup, Sub-LN: the properties their papers state at initialization",
+       run_stabilizers_init},
   };
   return list;
 }
