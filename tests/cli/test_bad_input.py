@@ -62,7 +62,7 @@ with tempfile.TemporaryDirectory() as d:
     expect_bad("zero size", init + ["--config", base, "--set", "model.d_ff=0"], out, ["model.d_ff", "positive"])
     expect_bad("negative size", init + ["--config", base, "--set", "model.encoder_layers=-3"], out, ["model.encoder_layers"])
     expect_bad("heads do not divide d_model", init + ["--config", base, "--set", "model.n_heads=7"], out, ["model.n_heads", "divide"])
-    expect_bad("bad enum", init + ["--config", base, "--set", "model.scheme=admin"], out, ["model.scheme", "post | pre | deepnorm | post-init"])
+    expect_bad("bad enum", init + ["--config", base, "--set", "model.scheme=adminx"], out, ["model.scheme", "post | pre | deepnorm | post-init"])
     expect_bad("--set without =", init + ["--config", base, "--set", "model.scheme"], out, ["section.key=value"])
     expect_bad("missing config file", init + ["--config", f"{d}/nope.yaml"], out, ["nope.yaml"])
     expect_bad("missing --out", ["init", "--config", base], None, ["--out"])
