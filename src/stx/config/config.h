@@ -42,6 +42,7 @@ enum class QKInit { Xavier, Zero };
 enum class Positions { Sinusoidal, Learned, None };
 enum class GammaInit { Sigma, One };
 enum class Task { Translation, LM };                        // data.task: translation | lm
+enum class TokenizerKind { SentencePiece, Bytes };          // data.tokenizer: spm | bytes (data/tokens.h)
 enum class OptimizerKind { Adam, AdamW, SGD };              // train.optimizer: adam | adamw | sgd
 enum class ScheduleKind { InverseSqrt, Cosine, Constant };  // train.schedule: inverse-sqrt | cosine | constant
 enum class OnDivergence { Stop, Skip, Rollback };           // train.on_divergence: stop | skip | rollback
@@ -128,8 +129,9 @@ struct DataConfig {
   std::string corpus = "bible-es-en";
   std::string src_lang = "es";
   std::string tgt_lang = "en";
-  int64_t spm_vocab_size = 8000;
-  bool joint_vocab = true;  // one SentencePiece model for both sides (translation)
+  TokenizerKind tokenizer = TokenizerKind::SentencePiece;
+  int64_t spm_vocab_size = 8000;  // spm only
+  bool joint_vocab = true;        // one SentencePiece model for both sides (translation)
 };
 
 struct Config {
@@ -147,6 +149,7 @@ std::string to_string(QKInit);
 std::string to_string(Positions);
 std::string to_string(GammaInit);
 std::string to_string(Task);
+std::string to_string(TokenizerKind);
 std::string to_string(OptimizerKind);
 std::string to_string(ScheduleKind);
 std::string to_string(OnDivergence);

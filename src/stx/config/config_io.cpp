@@ -100,6 +100,7 @@ const EnumNames<Positions> kPos{
     {{"sinusoidal", Positions::Sinusoidal}, {"learned", Positions::Learned}, {"none", Positions::None}}};
 const EnumNames<GammaInit> kGamma{{{"sigma", GammaInit::Sigma}, {"one", GammaInit::One}}};
 const EnumNames<Task> kTask{{{"translation", Task::Translation}, {"lm", Task::LM}}};
+const EnumNames<TokenizerKind> kTokenizer{{{"spm", TokenizerKind::SentencePiece}, {"bytes", TokenizerKind::Bytes}}};
 const EnumNames<OptimizerKind> kOptimizer{
     {{"adam", OptimizerKind::Adam}, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::SGD}}};
 const EnumNames<ScheduleKind> kSchedule{{{"inverse-sqrt", ScheduleKind::InverseSqrt},
@@ -227,6 +228,7 @@ std::vector<Key> keys_of(Config& c) {
       string_key("data.corpus", d.corpus),
       string_key("data.src_lang", d.src_lang),
       string_key("data.tgt_lang", d.tgt_lang),
+      enum_key("data.tokenizer", d.tokenizer, kTokenizer),
       int_key("data.spm_vocab_size", d.spm_vocab_size),
       bool_key("data.joint_vocab", d.joint_vocab),
   };
@@ -298,6 +300,7 @@ std::string to_string(QKInit v) { return kQK.name(v); }
 std::string to_string(Positions v) { return kPos.name(v); }
 std::string to_string(GammaInit v) { return kGamma.name(v); }
 std::string to_string(Task v) { return kTask.name(v); }
+std::string to_string(TokenizerKind v) { return kTokenizer.name(v); }
 std::string to_string(OptimizerKind v) { return kOptimizer.name(v); }
 std::string to_string(ScheduleKind v) { return kSchedule.name(v); }
 std::string to_string(OnDivergence v) { return kOnDivergence.name(v); }

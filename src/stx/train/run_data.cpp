@@ -16,9 +16,12 @@ namespace fs = std::filesystem;
 
 RunVocab open_run_vocab(const std::string& run_dir, const DataConfig& d) {
   RunVocab v;
-  const auto tgt = (fs::path(run_dir) / "spm.tgt.model").string();
-  v.tgt = SentencePiece::load(tgt);
-  v.src = d.task == Task::LM ? v.tgt : SentencePiece::load((fs::path(run_dir) / "spm.src.model").string());
+  if (d.tokenizer == TokenizerKind::Bytes) {
+    v.tgt = v.src = Tokenizer::bytes();
+  } else {
+    v.tgt = Tokenizer(SentencePiece::load((fs::path(run_dir) / "spm.tgt.model").string()));
+    v.src = d.task == Task::LM ? v.tgt : Tokenizer(SentencePiece::load((fs::path(run_dir) / "spm.src.model").string()));
+  }
   v.vocab_size = std::max(v.src->vocab_size(), v.tgt->vocab_size());
   v.pad_id = v.tgt->pad_id(), v.bos_id = v.tgt->bos_id(), v.eos_id = v.tgt->eos_id();
   return v;
@@ -64,7 +67,7 @@ RunData load_run_data(const Config& cfg, const std::string& run_dir, bool reuse_
     throw InputError("data.task translation needs model.arch: encoder-decoder (got " + to_string(cfg.model.arch) + ")");
   if (d.task == Task::LM && cfg.model.arch != Arch::Decoder)
     throw InputError("data.task lm needs model.arch: decoder (got " + to_string(cfg.model.arch) + ")");
-  if (!reuse_run_vocab) {
+  if (!reuse_run_vocab && d.tokenizer == TokenizerKind::SentencePiece) {
     auto files = prepare_vocab(d);
     auto copy = [&](const std::string& from, const std::string& name) {
       const auto to = fs::path(run_dir) / name, tmp = fs::path(run_dir) / (name + ".tmp");

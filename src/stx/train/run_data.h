@@ -1,6 +1,7 @@
-// stx/train/run_data.h — the data side of a run: the SentencePiece model(s) (copied into the run
-// directory as spm.src.model / spm.tgt.model, so eval and translate use exactly what training
-// used), tokenized splits, the train/valid batchers and the fixed ΔF probe batch.
+// stx/train/run_data.h — the data side of a run: the tokenizers — SentencePiece model(s) (copied
+// into the run directory as spm.src.model / spm.tgt.model, so eval and translate use exactly what
+// training used) or bytes (data.tokenizer: bytes, nothing stored) — tokenized splits, the
+// train/valid batchers and the fixed ΔF probe batch.
 //   translation: src = pieces(x) + [eos], tgt = pieces(y)   (the batcher adds bos / eos)
 //   lm:          tgt = pieces(paragraph)
 #pragma once
@@ -11,13 +12,14 @@
 
 #include "stx/config/config.h"
 #include "stx/data/batcher.h"
-#include "stx/data/tokenizer.h"
+#include "stx/data/tokens.h"
 
 namespace stx {
 
-// The run's tokenizers: RUN/spm.src.model and RUN/spm.tgt.model (LM: tgt only; src = tgt).
+// The run's tokenizers: RUN/spm.src.model and RUN/spm.tgt.model (LM: tgt only; src = tgt), or
+// bytes on both sides.
 struct RunVocab {
-  std::optional<SentencePiece> src, tgt;
+  std::optional<Tokenizer> src, tgt;
   int64_t vocab_size = 0;  // max over the sides: model.vocab_size
   int64_t pad_id = 0, bos_id = 2, eos_id = 3;
 };
