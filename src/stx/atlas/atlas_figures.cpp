@@ -1,0 +1,143 @@
+// stx/atlas/atlas_figures.cpp — see atlas_figures.h.
+#include "stx/atlas/atlas_figures.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "stx/config/schemes.h"
+#include "stx/core/error.h"
+#include "stx/report/metrics_log.h"
+#include "stx/report/panels.h"
+#include "stx/sweep/sweep_plan.h"
+
+namespace stx::atlas {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const SchemeRow& row(const std::string& s) { return sweep::scheme_row(s); }
+
+// The failed runs drawn: per (scheme, depth) the failure at the lowest rate.
+std::vector<const Entry*> failures_drawn(const std::vector<Entry>& entries) {
+  std::vector<const Entry*> out;
+  std::set<std::pair<std::string, int64_t>> seen;
+  for (auto& e : entries)
+    if (e.reading.failure_step && e.run.seed == 0 && seen.insert({e.run.scheme, e.run.depth}).second) out.push_back(&e);
+  return out;
+}
+
+std::string series(const std::vector<nlohmann::json>& rs, const std::string& ptr, bool max_under = false) {
+  std::ostringstream s;
+  s.precision(8);
+  for (auto& j : rs) {
+    if (!j.contains("loss") || j.contains("event")) continue;
+    const nlohmann::json::json_pointer p(ptr);
+    if (!j.contains(p)) continue;
+    double v = NAN;
+    if (j[p].is_number()) v = j[p].get<double>();
+    else if (max_under) {
+      std::vector<const nlohmann::json*> stack{&j[p]};
+      while (!stack.empty()) {
+        const auto* x = stack.back();
+        stack.pop_back();
+        if (x->is_number()) v = std::isnan(v) ? x->get<double>() : std::max(v, x->get<double>());
+        else if (x->is_object() || x->is_array())
+          for (auto& y : *x) stack.push_back(&y);
+      }
+    }
+    if (std::isfinite(v)) s << j["step"].get<int64_t>() << " " << v << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace
+
+std::vector<std::string> existing_figures(const std::string& dir, const AtlasPlan& p,
+                                          const std::vector<Entry>& entries) {
+  std::vector<std::string> out;
+  std::vector<std::string> names{"loss_vs_lr.png", "sensitivity_vs_depth.png"};
+  for (auto* e : failures_drawn(entries)) names.push_back("failure_" + e->run.name + ".png");
+  for (auto& n : names)
+    if (fs::exists(fs::path(dir) / "figures" / n)) out.push_back("figures/" + n);
+  (void)p;
+  return out;
+}
+
+std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p, const std::vector<Entry>& entries) {
+  fs::create_directories(fs::path(dir) / "figures");
+  const double l0 = init_loss_bits(p);
+  std::vector<std::string> out;
+  // Loss vs learning rate, a panel per depth.
+  std::vector<Panel> panels;
+  for (auto d : p.depths) {
+    Panel pan{fmt::format("{} layers", d), "learning rate", "final bits per byte", true, false, {}, ""};
+    for (auto& s : p.schemes) {
+      std::ostringstream ok, bad;
+      for (auto& e : entries) {
+        if (e.run.scheme != s || e.run.depth != d || !e.run.warmup || e.run.seed != 0 || !e.result.ended()) continue;
+        if (auto l = loss_of(e)) ok << e.run.lr << " " << *l << "\n";
+        else bad << e.run.lr << " " << l0 << "\n";
+      }
+      pan.curves.push_back({ok.str(), "linespoints pt 7 ps 0.6 lw 1.5", row(s).color, row(s).title});
+      pan.curves.push_back({bad.str(), "points pt 2 ps 1.2", row(s).color, ""});
+    }
+    panels.push_back(pan);
+  }
+  const auto lr_png = (fs::path(dir) / "figures" / "loss_vs_lr.png").string();
+  draw_panels(lr_png, panels, "Final loss vs learning rate (× : failed, drawn at ℓ₀ = log₂ V)",
+              420 * static_cast<int>(std::max<size_t>(1, p.depths.size())), 520);
+  if (fs::exists(lr_png)) out.push_back("figures/loss_vs_lr.png");
+  // Sensitivity vs depth.
+  const auto cells = summarize(p, entries);
+  Panel sens{"learning-rate sensitivity", "depth (layers)", "mean min(ℓ(η), ℓ₀) − ℓ* (bits)", true, false, {}, ""};
+  for (auto& s : p.schemes) {
+    std::ostringstream c;
+    for (auto d : p.depths)
+      if (auto& cell = cells.at({s, d}); cell.sensitivity) c << d << " " << *cell.sensitivity << "\n";
+    sens.curves.push_back({c.str(), "linespoints pt 7 ps 0.7 lw 1.5", row(s).color, row(s).title});
+  }
+  const auto s_png = (fs::path(dir) / "figures" / "sensitivity_vs_depth.png").string();
+  draw_panels(s_png, {sens}, "Learning-rate sensitivity vs depth (Wortsman et al. 2023)", 900, 600);
+  if (fs::exists(s_png)) out.push_back("figures/sensitivity_vs_depth.png");
+  // Failures.
+  for (auto* e : failures_drawn(entries)) {
+    const auto f = fs::path(dir) / "runs" / e->run.name / "metrics.jsonl";
+    if (!fs::exists(f)) continue;
+    std::vector<nlohmann::json> rs;
+    try {
+      rs = MetricsLog::read(f.string());
+    } catch (const InputError&) {
+      continue;
+    }
+    const auto& c = row(e->run.scheme).color;
+    std::vector<Panel> ps{
+        {"train loss", "step", "nats", false, false, {{series(rs, "/loss"), "lines lw 1.5", c, ""}}, ""},
+        {"gradient norm", "step", "‖g‖", false, true, {{series(rs, "/grad_norm"), "lines lw 1.5", c, ""}}, ""},
+        {"largest attention logit",
+         "step",
+         "",
+         false,
+         false,
+         {{series(rs, "/attn_max_logit", true), "lines lw 1.5", c, ""}},
+         ""},
+        {"max log Z", "step", "", false, false, {{series(rs, "/log_z/max"), "lines lw 1.5", c, ""}}, ""}};
+    const auto name = "failure_" + e->run.name + ".png";
+    const auto png = (fs::path(dir) / "figures" / name).string();
+    draw_panels(
+        png, ps,
+        fmt::format("{}: {} at step {}{}", e->run.name, e->reading.failure, *e->reading.failure_step,
+                    e->reading.first_mover.empty() ? ""
+                                                   : fmt::format(" ({} moved first, step {})", e->reading.first_mover,
+                                                                 *e->reading.first_mover_step)),
+        1400, 380);
+    if (fs::exists(png)) out.push_back("figures/" + name);
+  }
+  return out;
+}
+
+}  // namespace stx::atlas

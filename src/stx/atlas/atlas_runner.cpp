@@ -1,0 +1,238 @@
+// stx/atlas/atlas_runner.cpp — see atlas_runner.h.
+#include "stx/atlas/atlas_runner.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "stx/atlas/atlas_figures.h"
+#include "stx/atlas/atlas_report.h"
+#include "stx/atlas/atlas_summary.h"
+#include "stx/core/error.h"
+#include "stx/core/runtime.h"
+#include "stx/core/signals.h"
+#include "stx/grid/grid_dir.h"
+#include "stx/grid/grid_runner.h"
+#include "stx/grid/train_child.h"
+#include "stx/report/metrics_log.h"
+
+namespace stx::atlas {
+
+namespace fs = std::filesystem;
+using grid::Outcome;
+
+namespace {
+
+std::vector<nlohmann::json> records_of(const std::string& dir) {
+  const auto f = fs::path(dir) / "metrics.jsonl";
+  if (!fs::exists(f)) return {};
+  try {
+    return MetricsLog::read(f.string());
+  } catch (const InputError&) {
+    return {};
+  }
+}
+
+std::string result_text(const Entry& e) {
+  const auto& r = e.result;
+  std::string s;
+  switch (r.outcome) {
+    case Outcome::Converged:
+    case Outcome::Stalled:
+      s = grid::to_string(r.outcome) +
+          (e.reading.final_bpb ? fmt::format("  {:.3f} bits/byte", *e.reading.final_bpb) : "");
+      break;
+    case Outcome::Diverged: s = fmt::format("diverged at step {}: {}", r.step, grid::short_cause(r.cause)); break;
+    case Outcome::Failed: return "failed (" + r.cause + "); rerun to retry";
+    case Outcome::Interrupted: return fmt::format("stopped at step {}; rerun to continue", r.step);
+    case Outcome::NotStarted: return e.skipped.empty() ? "not started" : "not run: " + e.skipped;
+  }
+  if (!e.reading.first_mover.empty())
+    s += fmt::format("  ({} moved first, at step {})", e.reading.first_mover, *e.reading.first_mover_step);
+  return s + (r.seconds > 0 ? "  " + grid::duration_text(r.seconds) : "");
+}
+
+class Runner {
+ public:
+  explicit Runner(const AtlasOptions& o) : o_(o) {}
+
+  int run() {
+    grid::prepare_grid_dir({o_.out, "atlas_plan.json", "an atlas", "--config/--set/--steps/--warmup"},
+                           plan_json(o_.plan),
+                           [&](const nlohmann::json& stored) { return plan_mismatch(stored, o_.plan); });
+    install_stop_handlers();
+    const auto stored = stored_runs();
+    for (auto& r : all_runs(o_.plan)) {
+      Entry e{r};
+      e.result = grid::read_run(dir_of(e), r.scheme, r.depth, o_.plan.steps);
+      e.result.name = r.name;
+      reread(e);
+      if (!e.result.ended() && !fs::exists(dir_of(e)))
+        if (auto it = stored.find(r.name); it != stored.end()) import(e, it->second);
+      entries_.push_back(e);
+    }
+    figures_ = existing_figures(o_.out, o_.plan, entries_);
+    for (int pass = 0;; ++pass) {
+      std::vector<size_t> todo;
+      for (size_t i = 0; i < entries_.size(); ++i)
+        if (!entries_[i].result.ended() && (pass == 0 || waiting(entries_[i]))) todo.push_back(i);
+      if (todo.empty()) break;
+      size_t waited = 0;
+      if (int sig = run_pass(todo, waited)) return stop(sig);
+      if (waited == 0) break;  // nothing was left waiting for a depth below
+    }
+    draw();
+    write();
+    int failed = 0, ended = 0, diverged = 0;
+    for (auto& e : entries_) {
+      failed += e.result.outcome == Outcome::Failed;
+      ended += e.result.ended();
+      diverged += e.result.outcome == Outcome::Diverged;
+    }
+    std::cout << fmt::format("atlas: {} runs ended ({} diverged){}; report in {}", ended, diverged,
+                             failed ? fmt::format(", {} failed (rerun to retry)", failed) : "",
+                             (fs::path(o_.out) / "atlas.md").string())
+              << std::endl;
+    return failed ? 1 : 0;
+  }
+
+ private:
+  std::string dir_of(const Entry& e) const { return (fs::path(o_.out) / "runs" / e.run.name).string(); }
+
+  // The runs DIR/atlas.json records as ended: a copy of the atlas without its run directories
+  // (the repository keeps atlas.json, not runs/) carries on from them.
+  std::map<std::string, nlohmann::json> stored_runs() const {
+    std::map<std::string, nlohmann::json> out;
+    std::ifstream in(fs::path(o_.out) / "atlas.json");
+    if (!in) return out;
+    try {
+      nlohmann::json j;
+      in >> j;
+      for (auto& r : j.value("runs", nlohmann::json::array())) {
+        const auto o = r.value("outcome", "");
+        if (o == "converged" || o == "stalled" || o == "diverged") out[r.value("name", "")] = r;
+      }
+    } catch (const std::exception&) {
+      out.clear();  // unreadable: rerun what has no directory
+    }
+    return out;
+  }
+
+  static void import(Entry& e, const nlohmann::json& r) {
+    const auto o = r.value("outcome", "");
+    e.result.outcome = o == "converged" ? Outcome::Converged : o == "stalled" ? Outcome::Stalled : Outcome::Diverged;
+    e.result.step = r.value("step", int64_t{0});
+    e.result.cause = r.value("cause", "");
+    e.result.seconds = r.value("seconds", 0.0);
+    if (r.contains("reading")) e.reading = reading_from_json(r["reading"]);
+  }
+  void reread(Entry& e) { e.reading = read_atlas(records_of(dir_of(e)), e.result); }
+  static bool waiting(const Entry& e) { return e.skipped.rfind("waiting", 0) == 0; }
+
+  // Why run e is not run now ("" to run it): deep rows follow the best rate of the depth below.
+  std::string rule_out(const Entry& e) const {
+    const auto& r = e.run;
+    if (r.depth_index < 2) return "";
+    const int64_t below = o_.plan.depths[r.depth_index - 1];
+    std::optional<double> best;
+    std::optional<size_t> best_i;
+    for (auto& x : entries_) {
+      if (x.run.scheme != r.scheme || x.run.depth != below || !x.run.warmup || x.run.seed != 0) continue;
+      if (!x.result.ended()) return fmt::format("waiting for {} at {} layers to end", r.scheme, below);
+      const auto l = loss_of(x);
+      if (learned(o_.plan, x) && (!best || *l < *best)) best = l, best_i = x.run.lr_index;
+    }
+    if (!best_i) return fmt::format("no run of {} learned at {} layers", r.scheme, below);
+    const auto lo = *best_i >= static_cast<size_t>(o_.plan.neighbours) ? *best_i - o_.plan.neighbours : 0;
+    const auto hi = *best_i + o_.plan.neighbours;
+    if (r.warmup && (r.lr_index < lo || r.lr_index > hi))
+      return fmt::format("outside the best rate at {} layers ({:g}) ± {}", below, o_.plan.lrs[*best_i],
+                         o_.plan.neighbours);
+    return "";
+  }
+
+  int run_pass(const std::vector<size_t>& todo, size_t& waited) {
+    const size_t total = entries_.size();
+    auto tag = [&](size_t i) { return fmt::format("[{}/{}] {}", todo[i] + 1, total, entries_[todo[i]].run.name); };
+    grid::RunnerHooks h;
+    h.skip = [&](size_t i) -> std::string {
+      auto& e = entries_[todo[i]];
+      if (e.result.ended()) return "done before";
+      e.skipped = rule_out(e);
+      if (!e.skipped.empty()) {
+        waited += waiting(e);
+        if (!waiting(e)) std::cout << tag(i) << ": not run: " << e.skipped << std::endl;
+        return e.skipped;
+      }
+      return "";
+    };
+    h.started = [&](size_t i) {
+      if (!o_.quiet) std::cout << tag(i) << ": started" << std::endl;
+    };
+    h.run = [&](size_t i) {
+      auto& e = entries_[todo[i]];
+      fs::create_directories(fs::path(o_.out) / "runs");
+      grid::TrainChild c;
+      c.exe = o_.exe, c.dir = dir_of(e), c.tag = tag(i), c.steps = o_.plan.steps, c.quiet = o_.quiet;
+      c.who = "stx experiment atlas";
+      c.live = o_.jobs <= 1;
+      if (!std::getenv("STX_THREADS")) {  // the cores shared out, unless the user chose
+        const int threads = std::max(1, physical_cores() / std::max(1, o_.jobs));
+        c.env = {"STX_THREADS=" + std::to_string(threads), "OPENBLAS_NUM_THREADS=" + std::to_string(threads)};
+      }
+      c.fresh_args = {"--config", o_.plan.config_path};
+      for (auto& s : o_.plan.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
+      for (auto& s : run_overrides(o_.plan, e.run)) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
+      auto res = grid::run_train_child(c, e.result);
+      e.result = res;
+    };
+    h.ended = [&](size_t i) {
+      auto& e = entries_[todo[i]];
+      reread(e);
+      if (e.result.ended()) prune(e);
+      std::cout << tag(i) << ": " << result_text(e) << std::endl;
+      if (!stop_signal()) write();
+    };
+    return grid::run_grid(todo.size(), o_.jobs, h);
+  }
+
+  // An ended run needs its log, config and status, not its weights: the checkpoints and the
+  // probe snapshot go (a 96-layer run's are ~60 MB).
+  void prune(const Entry& e) const {
+    std::error_code ec;
+    for (const char* f : {"checkpoint_last.safetensors", "checkpoint_prev.safetensors", "checkpoint_best.safetensors",
+                          "probe.safetensors"})
+      fs::remove(fs::path(dir_of(e)) / f, ec);
+  }
+
+  void write() { write_report(o_.out, o_.command, o_.plan, entries_, figures_); }
+
+  void draw() {
+    try {
+      figures_ = draw_figures(o_.out, o_.plan, entries_);
+    } catch (const InputError& e) {
+      std::cerr << "stx experiment atlas: figures not drawn: " << e.what() << "\n";
+    }
+  }
+
+  int stop(int sig) {
+    std::cerr << fmt::format("stx experiment atlas: stopped by signal {}; rerun the same command to continue\n", sig);
+    draw();
+    write();
+    return 128 + sig;
+  }
+
+  const AtlasOptions& o_;
+  std::vector<Entry> entries_;
+  std::vector<std::string> figures_;
+};
+
+}  // namespace
+
+int run_atlas(const AtlasOptions& o) { return Runner(o).run(); }
+
+}  // namespace stx::atlas

@@ -1,0 +1,106 @@
+"""`stx experiment atlas` end to end on a tiny grid (the shape of the outputs, not the numbers):
+a byte-level LM (data.tokenizer: bytes) on a slice of the embedded Moby-Dick, 2 schemes × 3
+depths × 2 rates (+ the no-warm-up column, + a second seed at the shallowest depth), the deep
+row limited to the rates around the best below; atlas.md / atlas.json / figures; a rerun does
+nothing; bad input exits 2 with one line.
+Run: python3 tests/cli/test_atlas.py build/stx"""
+import gzip
+import json
+import os
+import sys
+import tempfile
+
+from checks import Checks, bad_input_problems, run_stx  # noqa: E402
+
+STX = os.path.abspath(sys.argv[1])
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
+check = Checks()
+
+with tempfile.TemporaryDirectory() as d:
+    corpus = os.path.join(d, "lm")
+    os.makedirs(corpus)
+    for split, n in (("train", 400), ("valid", 30)):
+        with gzip.open(os.path.join(ROOT, "data", "default", "moby-dick", f"{split}.txt.gz"), "rt",
+                       encoding="utf-8") as f:
+            rows = [next(f) for _ in range(n)]
+        with open(os.path.join(corpus, f"{split}.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(rows))
+    out = os.path.join(d, "atlas")
+    args = ["experiment", "atlas", "--config", os.path.join(ROOT, "configs", "atlas.yaml"), "--out", out,
+            "--set", f"data.corpus={corpus}", "--set", "model.d_model=32", "--set", "model.d_ff=64",
+            "--set", "model.n_heads=2", "--set", "model.max_len=64", "--set", "train.max_tokens=1024",
+            "--set", "train.log_every=5", "--set", "train.eval_every=20", "--set", "train.valid_sentences=10",
+            "--schemes", "post,pre", "--depths", "1,2,3", "--lrs", "1e-3,1e-2", "--seeds", "2", "--steps", "20",
+            "--warmup", "5", "--nowarm-lr", "1e-2", "--neighbours", "0", "--quiet"]
+    r = run_stx(STX, args, env=ENV, timeout=900)
+    check("atlas runs to the end (exit 0)", r.returncode == 0, (r.stdout + r.stderr)[-1500:])
+    j = json.load(open(os.path.join(out, "atlas.json"))) if os.path.exists(os.path.join(out, "atlas.json")) else {}
+    runs = j.get("runs", [])
+    # 2 schemes × (depth 1: 2 rates × 2 seeds + nowarm; depth 2: 2 + nowarm; depth 3: 2 candidates)
+    check("every planned run is in atlas.json", len(runs) == 2 * (5 + 3 + 2), len(runs))
+    ran = [x for x in runs if x["outcome"] in ("converged", "stalled", "diverged")]
+    deep = [x for x in runs if x["depth"] == 3 and x["warmup"]]
+    check("depths 1 and 2 ran in full", all(x["outcome"] in ("converged", "stalled", "diverged")
+                                            for x in runs if x["depth"] < 3), [x["name"] for x in runs])
+    for scheme in ("post", "pre"):
+        below = [x for x in runs if x["scheme"] == scheme and x["depth"] == 2 and x["warmup"]]
+        survived = any(x["outcome"] == "converged" and x["reading"]["final_bpb"] < j["unigram_entropy_bits"] - 0.1
+                       for x in below)
+        mine = [x for x in deep if x["scheme"] == scheme]
+        n_ran = sum(1 for x in mine if x["outcome"] != "not-started")
+        check(f"{scheme}: the deep row ran only the best rate below (neighbours 0)",
+              n_ran == (1 if survived else 0) and all(x["skipped"] for x in mine if x["outcome"] == "not-started"),
+              [(x["name"], x["outcome"], x["skipped"]) for x in mine])
+    cells = {(c["scheme"], c["depth"]): c for c in j.get("cells", [])}
+    check("a cell per scheme × depth", sorted(cells) == [(s, dd) for s in ("post", "pre") for dd in (1, 2, 3)],
+          sorted(cells))
+    c = cells.get(("pre", 1), {})
+    check("pre at depth 1: a best loss in bits/byte, a sensitivity ≥ 0, a seed spread",
+          isinstance(c.get("best_bpb"), float) and 0 < c["best_bpb"] < 9 and c.get("lr_sensitivity") is not None
+          and c["lr_sensitivity"] >= 0 and c.get("seed_spread_mean") is not None, c)
+    check("the unigram entropy of the corpus is reported", isinstance(j.get("unigram_entropy_bits"), float)
+          and 3 < j["unigram_entropy_bits"] < 6, j.get("unigram_entropy_bits"))
+    md = open(os.path.join(out, "atlas.md")).read() if os.path.exists(os.path.join(out, "atlas.md")) else ""
+    for section in ("Best final loss", "Learning-rate sensitivity", "Without warm-up", "Seed spread", "Every run"):
+        check(f"atlas.md has '{section}'", section in md)
+    for fig in ("loss_vs_lr.png", "sensitivity_vs_depth.png"):
+        check(f"figure {fig}", os.path.exists(os.path.join(out, "figures", fig)))
+    check("every run's reading has the diagnostics", all(
+        x["reading"]["max_attn_logit"] is not None and x["reading"]["grad_reach"] is not None for x in ran),
+        [x["name"] for x in ran if x["reading"]["max_attn_logit"] is None])
+    r2 = run_stx(STX, args, env=ENV, timeout=300)
+    check("a rerun has nothing left to do", r2.returncode == 0 and "started" not in r2.stdout, r2.stdout[-600:])
+    # A copy without runs/ (what the repository keeps) carries on from atlas.json: nothing to redo.
+    import shutil
+    copy = os.path.join(d, "copy")
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("runs"))
+    r3 = run_stx(STX, [copy if a == out else a for a in args], env=ENV, timeout=300)
+    j3 = json.load(open(os.path.join(copy, "atlas.json"))) if os.path.exists(os.path.join(copy, "atlas.json")) else {}
+    check("a copy without runs/ has nothing to redo and the same results",
+          r3.returncode == 0 and "started" not in r3.stdout and j3.get("cells") == j.get("cells"),
+          r3.stdout[-600:])
+    check("ended runs keep no checkpoints", not any(
+        f.endswith(".safetensors") for x in ran for f in os.listdir(os.path.join(out, "runs", x["name"]))))
+    # Bad input: one line, exit 2.
+    base = ["experiment", "atlas", "--config", os.path.join(ROOT, "configs", "atlas.yaml"),
+            "--out", os.path.join(d, "bad")]
+    for what, extra, mention in (
+            ("decreasing rates", ["--lrs", "1e-2,1e-3"], ["--lrs", "increase"]),
+            ("unknown scheme", ["--schemes", "post,nope"], ["nope"]),
+            ("zero jobs", ["--jobs", "0"], ["--jobs"]),
+            ("warm-up past the steps", ["--steps", "10", "--warmup", "10"], ["--warmup"]),
+            ("an entropy-collapse option", ["--arms", "post"], ["--arms", "entropy-collapse"]),
+            ("a key the atlas sets", ["--set", "train.lr=1e-3"], ["train.lr"]),
+            ("a translation config", ["--config", os.path.join(ROOT, "configs", "demo.yaml")], ["decoder"])):
+        args_ = base + extra
+        if extra[0] == "--config":
+            args_ = base[:2] + base[4:] + extra  # its own --config instead of atlas.yaml
+        r = run_stx(STX, args_, env=ENV)
+        check(f"refused: {what}", not bad_input_problems(r, mention), "; ".join(bad_input_problems(r, mention)))
+    r = run_stx(STX, ["init", "--config", os.path.join(ROOT, "configs", "atlas.yaml"), "--set", "data.tokenizer=chars",
+                      "--out", os.path.join(d, "x.safetensors")], env=ENV)
+    check("refused: data.tokenizer=chars", not bad_input_problems(r, ["data.tokenizer", "spm | bytes"]),
+          bad_input_problems(r, ["data.tokenizer", "spm | bytes"]))
+
+check.finish()
