@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: setup configure build test demo clean
+.PHONY: setup configure build test demo demo-translation clean
 
 setup:
 	bash scripts/setup.sh
@@ -21,6 +21,9 @@ test: build
 
 demo: build
 	bash scripts/demo.sh $(BUILD)
+
+demo-translation: build
+	bash scripts/demo-translation.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

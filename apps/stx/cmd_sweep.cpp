@@ -19,7 +19,7 @@ void register_sweep(Registry& reg) {
     ConfigOptions cfg;
     std::string depths, schemes = scheme_names_text(kUseSweep, ","), out;
     int64_t steps = 0, early_steps = 0, jobs = 1;
-    bool quiet = false;
+    bool quiet = false, watch = false;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = reg.app.add_subcommand(
@@ -42,6 +42,9 @@ void register_sweep(Registry& reg) {
   sub->add_option("--jobs", o->jobs,
                   "runs at once, each with cores/jobs threads unless STX_THREADS is set (default 1)");
   sub->add_flag("--quiet", o->quiet, "no progress line on stderr (result lines still go to stdout)");
+  sub->add_flag("--watch", o->watch,
+                "a live table of the running runs (step, loss, gradient reach, largest attention logit, ‖ΔF‖) "
+                "instead of one line per run; with --jobs ≥ the number of runs they train side by side");
   reg.add(sub, [o] {
     sweep::SweepOptions s;
     s.plan = sweep::make_plan(o->cfg.config, o->cfg.overrides, sweep::parse_schemes(o->schemes),
@@ -56,7 +59,7 @@ void register_sweep(Registry& reg) {
     std::error_code ec;
     s.exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) throw InputError("cannot find the stx binary (/proc/self/exe): " + ec.message());
-    s.out = o->out, s.command = command_line(), s.quiet = o->quiet;
+    s.out = o->out, s.command = command_line(), s.quiet = o->quiet, s.watch = o->watch;
     return sweep::run_sweep(s);
   });
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
@@ -16,6 +17,7 @@
 #include "stx/core/signals.h"
 #include "stx/grid/grid_dir.h"
 #include "stx/grid/grid_runner.h"
+#include "stx/grid/live_table.h"
 #include "stx/grid/run_status.h"
 #include "stx/grid/train_child.h"
 #include "stx/sweep/sweep_figures.h"
@@ -73,7 +75,18 @@ class Runner {
       if (r.ended()) std::cout << tag << ": " << result_text(r, mt()) << " (done before)" << std::endl;
       else pending.push_back({order[i], tag});
     }
-    if (int sig = run_all(pending)) return stop(sig);
+    std::unique_ptr<grid::LiveTable> table;
+    if (o_.watch && !pending.empty()) {
+      std::vector<grid::LiveRow> rows;
+      for (auto& sl : pending) {
+        const auto& r = runs_[sl.run];
+        rows.push_back({scheme_row(r.scheme).title + " " + depth_label(p.base, r.depth), run_dir(r.scheme, r.depth)});
+      }
+      table = std::make_unique<grid::LiveTable>(rows, p.steps, p.base.data.tokenizer == TokenizerKind::Bytes);
+    }
+    const int sig = run_all(pending);
+    table.reset();  // the final table
+    if (sig) return stop(sig);
     figures_ = draw_figures(o_.out, p, runs_, o_.early_steps);
     report();
     int counts[6] = {};
@@ -120,11 +133,13 @@ class Runner {
       before[i] = runs_[pending[i].run];
       return std::string();
     };
-    h.started = [&](size_t i) { std::cout << pending[i].tag << ": started" << std::endl; };
+    h.started = [&](size_t i) {
+      if (!o_.watch) std::cout << pending[i].tag << ": started" << std::endl;
+    };
     h.run = [&](size_t i) { after[i] = run_one(before[i], pending[i].tag); };
     h.ended = [&](size_t i) {
       runs_[pending[i].run] = after[i];
-      std::cout << pending[i].tag << ": " << result_text(after[i], mt()) << std::endl;
+      if (!o_.watch) std::cout << pending[i].tag << ": " << result_text(after[i], mt()) << std::endl;
       if (!stop_signal()) report();
     };
     return grid::run_grid(pending.size(), o_.jobs, h);
@@ -133,8 +148,8 @@ class Runner {
   RunResult run_one(const RunResult& before, const std::string& tag) {
     grid::TrainChild c;
     c.exe = o_.exe, c.dir = run_dir(before.scheme, before.depth), c.tag = tag, c.steps = o_.plan.steps,
-    c.quiet = o_.quiet;
-    c.live = o_.jobs <= 1;
+    c.quiet = o_.quiet || o_.watch;
+    c.live = o_.jobs <= 1 && !o_.watch;
     if (o_.jobs > 1 && !std::getenv("STX_THREADS")) {  // the cores shared out, unless the user chose
       const int threads = std::max(1, physical_cores() / o_.jobs);
       c.env = {"STX_THREADS=" + std::to_string(threads), "OPENBLAS_NUM_THREADS=" + std::to_string(threads)};

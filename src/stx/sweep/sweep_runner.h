@@ -26,6 +26,7 @@ struct SweepOptions {
   int64_t early_steps = 100;  // x range of the ΔF / grad-norm figures
   bool quiet = false;         // no progress line
   int jobs = 1;               // children at once (STX_THREADS = cores / jobs each unless set)
+  bool watch = false;         // a live table of the running runs (grid/live_table.h) instead of per-run lines
 };
 
 // Returns the exit code: 0 every run ended; 1 some child failed (crashed or was killed: rerun
