@@ -77,13 +77,15 @@ class Runner {
     }
     figures_ = existing_figures(o_.out, o_.plan, entries_);
     for (int pass = 0;; ++pass) {
-      std::vector<size_t> todo;
+      std::vector<size_t> pending;
       for (size_t i = 0; i < entries_.size(); ++i)
-        if (!entries_[i].result.ended() && (pass == 0 || waiting(entries_[i]))) todo.push_back(i);
-      if (todo.empty()) break;
-      size_t waited = 0;
-      if (int sig = run_pass(todo, waited)) return stop(sig);
-      if (waited == 0) break;  // nothing was left waiting for a depth below
+        if (!entries_[i].result.ended() && (pass == 0 || waiting(entries_[i]))) pending.push_back(i);
+      if (pending.empty()) break;
+      size_t waited = 0, ran = 0;
+      if (int sig = run_pass(pending, waited, ran)) return stop(sig);
+      // Another pass only for runs left waiting for a depth below that has since ended; when
+      // nothing ran, what they wait for cannot end in this invocation (e.g. a failed child).
+      if (waited == 0 || ran == 0) break;
     }
     draw();
     write();
@@ -155,12 +157,14 @@ class Runner {
     return "";
   }
 
-  int run_pass(const std::vector<size_t>& todo, size_t& waited) {
+  int run_pass(const std::vector<size_t>& pending, size_t& waited, size_t& ran) {
     const size_t total = entries_.size();
-    auto tag = [&](size_t i) { return fmt::format("[{}/{}] {}", todo[i] + 1, total, entries_[todo[i]].run.name); };
+    auto tag = [&](size_t i) {
+      return fmt::format("[{}/{}] {}", pending[i] + 1, total, entries_[pending[i]].run.name);
+    };
     grid::RunnerHooks h;
     h.skip = [&](size_t i) -> std::string {
-      auto& e = entries_[todo[i]];
+      auto& e = entries_[pending[i]];
       if (e.result.ended()) return "done before";
       e.skipped = rule_out(e);
       if (!e.skipped.empty()) {
@@ -174,7 +178,7 @@ class Runner {
       if (!o_.quiet) std::cout << tag(i) << ": started" << std::endl;
     };
     h.run = [&](size_t i) {
-      auto& e = entries_[todo[i]];
+      auto& e = entries_[pending[i]];
       fs::create_directories(fs::path(o_.out) / "runs");
       grid::TrainChild c;
       c.exe = o_.exe, c.dir = dir_of(e), c.tag = tag(i), c.steps = o_.plan.steps, c.quiet = o_.quiet;
@@ -190,14 +194,15 @@ class Runner {
       auto res = grid::run_train_child(c, e.result);
       e.result = res;
     };
-    h.ended = [&](size_t i) {
-      auto& e = entries_[todo[i]];
+    h.ended = [&](size_t i) {  // under the runner's lock
+      ++ran;
+      auto& e = entries_[pending[i]];
       reread(e);
       if (e.result.ended()) prune(e);
       std::cout << tag(i) << ": " << result_text(e) << std::endl;
       if (!stop_signal()) write();
     };
-    return grid::run_grid(todo.size(), o_.jobs, h);
+    return grid::run_grid(pending.size(), o_.jobs, h);
   }
 
   // An ended run needs its log, config and status, not its weights: the checkpoints and the

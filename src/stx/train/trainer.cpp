@@ -24,13 +24,13 @@
 #include "stx/core/run_dir.h"
 #include "stx/core/signals.h"
 #include "stx/io/safetensors.h"
-#include "stx/model/admin.h"
 #include "stx/model/init.h"
 #include "stx/parallel/grad_sync.h"
 #include "stx/probe/diagnostics.h"
 #include "stx/probe/logit_bound.h"
 #include "stx/probe/model_update.h"
 #include "stx/report/metrics_log.h"
+#include "stx/train/admin_start.h"
 #include "stx/train/checkpoint.h"
 #include "stx/train/divergence_guard.h"
 #include "stx/train/progress_line.h"
@@ -68,7 +68,6 @@ class Trainer {
   void open_run_dir();
   void finalize_config();
   void build_model();
-  void profile_admin();  // Admin's ω on the first training batch (model/admin.h)
   void restore();
   // One update.
   std::vector<Batch> gather(UpdateSums& sums);
@@ -170,7 +169,8 @@ void Trainer::build_model() {
   torch::manual_seed(cfg_.train.seed);
   model_ = Transformer(cfg_.model);
   initialize(*model_, static_cast<uint64_t>(cfg_.train.seed));  // on the CPU: the same θ₀ on any device
-  if (cfg_.model.scheme == Scheme::Admin && !o_.resume) profile_admin();
+  if (cfg_.model.scheme == Scheme::Admin && !o_.resume)         // Admin's ω on the first batch (admin_start.h)
+    profile_admin_at_start(*model_, *data_->train, dir_.dir(), main(), o_.quiet);
   model_->to(device_);
   model_->set_checkpoint_activations(cfg_.train.checkpoint_activations);
   for (auto* t : {&data_->probe.src, &data_->probe.tgt_in, &data_->probe_src_mask, &data_->probe_tgt_mask})
@@ -185,30 +185,6 @@ void Trainer::build_model() {
   opt_.emplace(params, cfg_.train);
   step_.emplace(*model_, *opt_, cfg_, device_);
   schedule_ = Schedule{cfg_.train.schedule, cfg_.train.lr, cfg_.train.warmup_steps, cfg_.train.max_steps};
-}
-
-// Admin (Liu et al. 2020): the profiling pass again, on the first training batch (peeked: the
-// stream does not advance); its ω replace initialize()'s, and the pass is recorded in the run
-// directory as admin_profile.json.
-void Trainer::profile_admin() {
-  const auto pos = data_->train->position();
-  Batch b = data_->train->next();
-  data_->train->seek(pos);
-  const auto records = admin_profile(*model_, b.src, b.tgt_in);
-  if (!main()) return;
-  auto j = nlohmann::json::object();
-  j["paper"] = "Liu et al. 2020, Admin: omega_i = sqrt(sum_{j<i} Var f_j), accumulated as sqrt(Var[omega x] + Var[f])";
-  j["batch"] = {{"sentences", b.sentences}, {"src_tokens", b.src_tokens}, {"tgt_tokens", b.tgt_tokens}};
-  for (auto& r : records)
-    j["sublayers"].push_back(
-        {{"name", r.name}, {"omega", r.omega}, {"var_skip", r.var_skip}, {"var_branch", r.var_branch}});
-  const auto path = dir_.dir() + "/admin_profile.json";
-  write_atomically(path, [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(1) << "\n"; });
-  if (!o_.quiet && !records.empty())
-    std::cerr << fmt::format(
-        "Admin profiling on the first training batch ({} sentences): ω from {:.3g} to {:.3g} "
-        "over {} sub-layers → {}\n",
-        b.sentences, records.front().omega, records.back().omega, records.size(), path);
 }
 
 void Trainer::restore() {
