@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check of docs/performance.md, for a machine with an NVIDIA GPU and a CUDA build of
-# PyTorch 2.x (its LibTorch is used: -DSTX_TORCH_FROM_PYTHON=ON). In one go it
+# PyTorch 2.x (its LibTorch is used: -DSTX_PYTHON=that python). In one go it
 #   1. builds stx in build-gpu/ against that LibTorch,
 #   2. runs the test suite there (the tests compute on the CPU; they check the build),
 #   3. trains a tiny model on cuda (bf16 autocast) and on the CPU from the same θ₀ and prints
@@ -26,7 +26,7 @@ nproc
 
 say "build (build-gpu, LibTorch from $PY)"
 t0=$(date +%s)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTX_TORCH_FROM_PYTHON=ON -DSTX_PYTHON="$(command -v "$PY")" \
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTX_PYTHON="$(command -v "$PY")" \
   && cmake --build build-gpu -j "$(nproc)" || { echo "BUILD FAILED"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 STX=build-gpu/stx

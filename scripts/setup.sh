@@ -1,48 +1,60 @@
 #!/usr/bin/env bash
-# Installs every Debian package stx needs (idempotent). Runs as root, or through sudo.
+# Installs everything stx needs (idempotent): Debian 12's packages for the build tools and the C++
+# libraries, then a virtual environment .venv/ in the checkout (gitignored) holding the exact
+# Python packages of requirements.txt — PyTorch 2.11.0, whose LibTorch stx builds against, and
+# the reference packages the tests check stx against. Runs as root, or through sudo for apt-get.
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config ccache git
-  libtorch-dev libopenblas-dev libgloo-dev
+  libopenblas-dev libgloo-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest
   gnuplot-nox clang-format-14
   sentencepiece libsentencepiece-dev zlib1g-dev
-  python3 python3-torch python3-numpy python3-nltk python3-yaml
-  python3-pip python3-setuptools python3-wheel python3-torchvision
+  python3 python3-venv
 )
-# PyPI packages, exact versions, installed without dependencies into .pydeps/ (gitignored) for
-# the tests that run the reference code itself: torchscale's own Sub-LN modules
-# (tests/ref/test_torchscale.py), which import fairscale and timm (timm needs torchvision above).
-PYPI=(torchscale==0.3.0 fairscale==0.4.0 timm==0.6.13)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-pypi_install() {
-  local stamp="$ROOT/.pydeps/.stx-pinned"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${PYPI[*]}" ]; then
-    echo "setup: PyPI packages present (${PYPI[*]})"
+VENV="$ROOT/.venv"
+# fairscale 0.4.0 is a source distribution: it is built with these, pinned, not with whatever
+# pip's build isolation would fetch.
+BUILD_TOOLS=(setuptools==80.9.0 wheel==0.45.1)
+
+debian_install() {
+  local missing=() p
+  for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: all ${#PKGS[@]} Debian packages present"
     return
   fi
-  echo "setup: installing ${PYPI[*]} from PyPI into .pydeps/"
-  rm -rf "$ROOT/.pydeps"
-  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps --no-build-isolation \
-    --target "$ROOT/.pydeps" "${PYPI[@]}"
-  echo "${PYPI[*]}" > "$stamp"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo=sudo
+  fi
+  echo "setup: installing ${missing[*]}"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 }
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#PKGS[@]} Debian packages present"
-  pypi_install
-  exit 0
-fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-  SUDO=sudo
-fi
-echo "setup: installing ${missing[*]}"
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
-pypi_install
+
+venv_install() {
+  # The stamp is the requirements' checksum: a changed pin rebuilds the environment.
+  local want stamp="$VENV/.stx-requirements"
+  want="$(cat "$ROOT/requirements.txt" | sha256sum | cut -d' ' -f1) ${BUILD_TOOLS[*]}"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "setup: .venv matches requirements.txt"
+    return
+  fi
+  echo "setup: creating .venv with requirements.txt (PyTorch 2.11.0 and its CUDA 13.0 libraries: about 3 GB)"
+  rm -rf "$VENV"
+  /usr/bin/python3 -m venv "$VENV"
+  local pip=("$VENV/bin/python3" -m pip install -q --disable-pip-version-check --no-deps)
+  "${pip[@]}" "${BUILD_TOOLS[@]}"
+  "${pip[@]}" --no-build-isolation -r "$ROOT/requirements.txt"
+  echo "$want" > "$stamp"
+  "$VENV/bin/python3" -c "import torch; print('setup: .venv has torch', torch.__version__)"
+}
+
+debian_install
+venv_install

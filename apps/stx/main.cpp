@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   stx::reexec_with_runtime_env(argc, argv);
   CLI::App app{
       "stx — stable transformers: train and study very deep Transformers (Post-LN, Pre-LN, DeepNorm, σReparam)"};
-  app.set_version_flag("--version", std::string("stx ") + STX_VERSION + " (LibTorch " + TORCH_VERSION + ")");
+  app.set_version_flag("--version", stx::build_info());
   app.require_subcommand(1);
   stx::cli::Registry reg{app, {}};
   stx::cli::register_init(reg);

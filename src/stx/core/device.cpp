@@ -12,8 +12,7 @@ torch::Device resolve_device(const std::string& name) {
   if (name == "cuda") {
     if (!torch::cuda::is_available())
       throw InputError("device cuda requested, but this LibTorch build (" TORCH_VERSION
-                       ") or machine has no usable CUDA device; use cpu, or build with -DSTX_TORCH_FROM_PYTHON=ON "
-                       "against a CUDA PyTorch (scripts/gpu-check.sh)");
+                       ") or machine has no usable CUDA device (stx --version says which); use cpu");
     return torch::Device(torch::kCUDA, 0);
   }
   throw InputError("device '" + name + "' is not supported (allowed: cpu, cuda)");
@@ -25,16 +24,16 @@ void synchronize(const torch::Device& device) {
 
 AutocastScope::AutocastScope(const torch::Device& device) : on_(device.is_cuda()) {
   if (!on_) return;
-  was_enabled_ = at::autocast::is_enabled();
-  at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-  at::autocast::set_enabled(true);
+  was_enabled_ = at::autocast::is_autocast_enabled(at::kCUDA);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
   at::autocast::increment_nesting();
 }
 
 AutocastScope::~AutocastScope() {
   if (!on_) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  at::autocast::set_enabled(was_enabled_);
+  at::autocast::set_autocast_enabled(at::kCUDA, was_enabled_);
 }
 
 }  // namespace stx

@@ -1,9 +1,8 @@
 #include "stx/core/runtime.h"
 
+#include <c10/util/Logging.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
-#ifdef STX_QUIET_GLOG
-#include <glog/logging.h>
-#endif
 
 #include <unistd.h>
 
@@ -60,27 +59,43 @@ void reexec_with_runtime_env(int argc, char** argv) {
   execv("/proc/self/exe", argv);  // returns only on failure: continue without the settings
 }
 
+std::string build_info() {
+  std::string s =
+      std::string("stx ") + STX_VERSION + "\nLibTorch " + TORCH_VERSION + " (PyTorch " STX_TORCH_PY_VERSION ")";
+  s += std::string("\nCUDA: ") + (STX_WITH_CUDA ? "yes (" STX_TORCH_CUDA_VERSION ")" : "no");
+  s += std::string("\nNCCL: ") + (STX_WITH_NCCL ? "yes" : "no");
+  s += "\nC++: " + std::to_string(__cplusplus);
+  if (STX_WITH_CUDA) s += "\nCUDA devices on this machine: " + std::to_string(torch::cuda::device_count());
+  return s;
+}
+
 int default_threads(int64_t d_model, int64_t tokens) {
   const double work = static_cast<double>(tokens) * static_cast<double>(d_model) * static_cast<double>(d_model);
   return work < 16777216.0 ? 1 : physical_cores();  // 2²⁴
 }
 
+namespace {
+// The threads the environment chose: STX_THREADS (set by `stx train --nproc N` for its workers,
+// cores / N each), else OMP_NUM_THREADS (torchrun sets 1 for several workers per node); 0: none.
+int threads_from_env() {
+  for (const char* name : {"STX_THREADS", "OMP_NUM_THREADS"})
+    if (const char* v = std::getenv(name); v && std::atoi(v) > 0) return std::atoi(v);
+  return 0;
+}
+}  // namespace
+
 void use_default_threads(int64_t d_model, int64_t tokens) {
-  if (!std::getenv("STX_THREADS")) torch::set_num_threads(default_threads(d_model, tokens));
+  if (threads_from_env() == 0) torch::set_num_threads(default_threads(d_model, tokens));
 }
 
 RuntimeInfo init_runtime(int threads) {
   RuntimeInfo info;
-#ifdef STX_QUIET_GLOG
-  // c10d logs its own copy of every rendezvous or collective failure through glog at ERROR
-  // level; stx reports each as one line (exit 2 or 4), so only FATAL gets through unless the
-  // user asks for c10's logs with TORCH_CPP_LOG_LEVEL.
-  if (!std::getenv("TORCH_CPP_LOG_LEVEL")) FLAGS_minloglevel = google::GLOG_FATAL;
-#endif
+  // c10d logs its own copy of every rendezvous or collective failure at ERROR level; stx reports
+  // each as one line (exit 2 or 4), so only FATAL gets through unless the user asks for c10's
+  // logs with TORCH_CPP_LOG_LEVEL.
+  if (!std::getenv("TORCH_CPP_LOG_LEVEL")) FLAGS_caffe2_log_level = c10::GLOG_FATAL;
   at::globalContext().setFlushDenormal(true);
-  // STX_THREADS: set by `stx train --nproc N` for its workers (cores / N each).
-  const char* env = std::getenv("STX_THREADS");
-  const int from_env = env ? std::atoi(env) : 0;
+  const int from_env = threads_from_env();
   info.threads = threads > 0 ? threads : from_env > 0 ? from_env : physical_cores();
   torch::set_num_threads(info.threads);
   info.blas = mapped_blas();

@@ -25,12 +25,17 @@ void reexec_with_runtime_env(int argc, char** argv);
 RuntimeInfo init_runtime(int threads = 0);
 int physical_cores();
 
-// Intra-op threads for a model's step when the user chose none (no STX_THREADS): one thread when
+// What `stx --version` prints of the engine: LibTorch's version, whether CUDA and NCCL were
+// compiled in (the build's, not the machine's), and how many CUDA devices this machine shows.
+std::string build_info();
+
+// Intra-op threads for a model's step when the user chose none (no STX_THREADS, no
+// OMP_NUM_THREADS): one thread when
 // its matrix products are small (tokens per batch × d_model² < 2²⁴), else the physical cores.
 // Measured (docs/performance.md): d64 × 256 tokens runs 24 % faster on one thread than on two
 // (24 and 1,000 layers); d128 × 3,072 tokens is even; d256 × 4,096 is 10 % faster on two.
 int default_threads(int64_t d_model, int64_t tokens);
-// Sets the intra-op threads to default_threads(...) unless STX_THREADS chose them.
+// Sets the intra-op threads to default_threads(...) unless STX_THREADS or OMP_NUM_THREADS chose them.
 void use_default_threads(int64_t d_model, int64_t tokens);
 
 }  // namespace stx

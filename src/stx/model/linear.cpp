@@ -18,7 +18,7 @@ void LinearImpl::reset_sigma(GammaInit gamma_init) {
   if (!sigma_reparam_) return;
   torch::NoGradGuard no_grad;
   // Exact top singular pair: W = U S Vᵀ, u = U[:,0], v = V[:,0].
-  auto svd = torch::linalg::svd(weight, /*full_matrices=*/false, /*driver=*/c10::nullopt);
+  auto svd = at::linalg_svd(weight, /*full_matrices=*/false, /*driver=*/std::nullopt);
   u.copy_(std::get<0>(svd).select(1, 0));
   v.copy_(std::get<2>(svd).select(0, 0));
   auto s = std::get<1>(svd).select(0, 0);

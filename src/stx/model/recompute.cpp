@@ -28,7 +28,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     ctx->saved_data["memory_pad"] = memory_pad;
     ctx->saved_data["layer"] = layer;
     ctx->saved_data["rng"] = generator_of(x).get_state();
-    ctx->saved_data["autocast"] = at::autocast::is_enabled();
+    ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(at::kCUDA);
     // Function::forward runs with gradients off: no graph is kept for the layer.
     return {reinterpret_cast<LayerImpl*>(layer)->forward(x, unpack(self_pad), unpack(memory), unpack(memory_pad))};
   }
@@ -42,8 +42,8 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     auto gen = generator_of(x);
     const auto now = gen.get_state();
     gen.set_state(ctx->saved_data["rng"].toTensor());
-    const bool autocast_was = at::autocast::is_enabled();
-    at::autocast::set_enabled(ctx->saved_data["autocast"].toBool());
+    const bool autocast_was = at::autocast::is_autocast_enabled(at::kCUDA);
+    at::autocast::set_autocast_enabled(at::kCUDA, ctx->saved_data["autocast"].toBool());
     torch::Tensor y;
     {
       torch::AutoGradMode grad(true);
@@ -52,7 +52,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
                          unpack(ctx->saved_data["memory_pad"].toTensor()));
       recomputing = false;
     }
-    at::autocast::set_enabled(autocast_was);
+    at::autocast::set_autocast_enabled(at::kCUDA, autocast_was);
     gen.set_state(now);
     // Parameter gradients accumulate into .grad here (as in PyTorch's reentrant checkpoint);
     // the inputs' gradients go back to the outer graph.

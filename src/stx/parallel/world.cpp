@@ -4,7 +4,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef STX_WITH_NCCL
+#if STX_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -93,14 +93,14 @@ World::World(const Env& env, std::chrono::milliseconds timeout, const torch::Dev
   }
   try {
     if (device.is_cuda()) {
-#ifdef STX_WITH_NCCL
+#if STX_WITH_NCCL
       auto opts = c10d::ProcessGroupNCCL::Options::create();
       opts->timeout = timeout;
       group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, opts);
 #else
       throw InputError(
           "train.device cuda with several processes needs NCCL, which this build lacks (build against a CUDA PyTorch: "
-          "-DSTX_TORCH_FROM_PYTHON=ON)");
+          "-DSTX_PYTHON=/path/to/its/python3)");
 #endif
     } else {
       auto opts = c10d::ProcessGroupGloo::Options::create(timeout);

@@ -8,7 +8,7 @@
 // died (connection closed) or hangs (timeout) raises DistError on the others.
 #pragma once
 #include <torch/torch.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <chrono>
 #include <optional>
@@ -39,7 +39,7 @@ class World {
   int rank() const { return env_.rank; }
   int size() const { return env_.world_size; }
   bool is_main() const { return env_.rank == 0; }
-  const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return group_; }
+  const c10::intrusive_ptr<c10d::Backend>& group() const { return group_; }
 
   // Collectives (blocking; DistError when a peer fails or the timeout passes).
   void all_reduce_sum(torch::Tensor& t);
@@ -49,7 +49,7 @@ class World {
 
  private:
   Env env_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<c10d::Backend> group_;  // c10d's backend itself (PyTorch ≥ 2: not a ProcessGroup)
 };
 
 }  // namespace stx::parallel

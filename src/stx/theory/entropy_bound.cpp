@@ -11,6 +11,7 @@
 // T ≤ 256 terms via log_softmax has error ≲ T ε₆₄ (log T + max|a|) ≈ 1e-11 for 𝛔 ≤ 100, and the
 // bound's closed form is accurate to a few ε₆₄ — 1e-9 is ≥ 100× that, yet far below any real gap.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <algorithm>

@@ -16,6 +16,7 @@
 // the per-depth SEs (loglog_slope in theory_setting.h; disjoint seeds per depth).
 // Stages: grid → measure (one model: grad_profile_model.{h,cpp}) → summary → claims → findings → plot.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>

@@ -95,7 +95,7 @@ double paper_jacobian_norm(const torch::Tensor& x) {
 }
 
 double spectral_norm(const torch::Tensor& J) {
-  return torch::linalg::svdvals(J.to(torch::kFloat64), c10::nullopt).max().item<double>();
+  return at::linalg_svdvals(J.to(torch::kFloat64), c10::nullopt).max().item<double>();
 }
 
 }  // namespace stx::theory

@@ -43,7 +43,7 @@ double norm_jacobian_norm_closed(NormKind kind, const torch::Tensor& x, double e
 // The paper's expression √d/‖x‖ (Xiong et al. Lemma 3, before the O(·)).
 double paper_jacobian_norm(const torch::Tensor& x);
 
-// Largest singular value of a matrix (torch::linalg::svdvals), as a double.
+// Largest singular value of a matrix (at::linalg_svdvals), as a double.
 double spectral_norm(const torch::Tensor& J);
 
 }  // namespace stx::theory

@@ -2,7 +2,7 @@
 //
 // Measures the spectral norm of the explicit Jacobian of the model's own LayerNorm / RMSNorm
 // (stx::Norm, γ=1, β=0), built row by row with torch::autograd::grad in float64 and reduced by
-// torch::linalg::svdvals, and compares it with
+// at::linalg_svdvals, and compares it with
 //   (a) the exact closed forms (jacobian.h): LN ‖J‖₂ = √d/sqrt(‖x − x̄‖² + dε) (d ≥ 3), and the whole
 //       matrix J = (1/s)(I − yyᵀ/(d s²))P entrywise, plus that matrix's own svdvals norm;
 //       RMSNorm ‖J‖₂ = √d/sqrt(‖x‖² + dε), J = (1/r)(I − xxᵀ/(d r²));
@@ -119,7 +119,7 @@ nlohmann::json make_config(const Grid& g, uint64_t base_seed) {
           {"shifted_sigma", 1.0},
           {"dtype", "float64"},
           {"jacobian", "torch::autograd::grad per output row of stx::Norm (weight 1, bias 0)"},
-          {"spectral_norm", "torch::linalg::svdvals, largest"},
+          {"spectral_norm", "at::linalg_svdvals, largest"},
           {"tolerance", 1e-9}};
 }
 

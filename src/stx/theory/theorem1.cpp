@@ -12,6 +12,7 @@
 // The theorem's exponents are asymptotic; the fit spans the grid, so the 4-SE test also bounds the
 // finite-L departure (Pre-LN follows (‖x_{L+1}‖²/d)^(−1/2), reported next to it).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <optional>
