@@ -1,11 +1,12 @@
 // stx/kernels/adam.h — one pass of Adam / AdamW over contiguous float32 buffers, in
-// torch.optim.Adam's order of operations (Kingma & Ba 2015, Alg. 1; AdamW: Loshchilov & Hutter
-// 2019):
+// torch.optim.Adam's (2.11, single-tensor path) order of operations (Kingma & Ba 2015, Alg. 1;
+// AdamW: Loshchilov & Hutter 2019):
 //   g ← g + λ·p (Adam with L2);   p ← p·(1 − lr·λ) (AdamW)
-//   m ← β₁m + (1 − β₁)g,   v ← β₂v + (1 − β₂)g²,   p ← p − step_size · m / (√v / √bc₂ + ε)
+//   m ← m + (1 − β₁)(g − m),   v ← β₂v + (1 − β₂)g²,   p ← p − step_size · m / (√v / √bc₂ + ε)
 // with step_size = lr / bc₁. One read of p, g, m, v and one write of p, m, v per element, where
-// the LibTorch ops take eight passes; equal to them up to rounding (no fused multiply-adds here,
-// where LibTorch's vectorized add may use them).
+// the LibTorch ops take eight passes — and bit-equal to them: the same fused multiply-adds
+// where ATen's kernels use them (lerp, addcmul, add with alpha) and the same square root
+// (adam_loop.cpp); tests/ref/test_optimizer_parity.py checks every element.
 #pragma once
 #include <torch/torch.h>
 

@@ -16,4 +16,9 @@ struct AdamCoefficients {
 
 void adam_range(float* p, const float* g, float* m, float* v, int64_t n, const AdamCoefficients& c);
 
+// True when the square root is torch.sqrt's own (MKL's vmsSqrt, found in the process): then
+// adam_range is bit-equal to torch.optim's single-tensor Adam / AdamW; otherwise it may differ
+// by an ulp of √v in some elements.
+bool adam_sqrt_is_torchs();
+
 }  // namespace stx

@@ -1,8 +1,8 @@
-// stx/train/optimizer.cpp — Adam, AdamW and SGD(momentum) written as torch.optim 1.13's
-// single-tensor loops (foreach=False, amsgrad=False, maximize=False):
-//   adam.py  _single_tensor_adam    g ← g + wd·p; m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g·g;
+// stx/train/optimizer.cpp — Adam, AdamW and SGD(momentum) written as torch.optim 2.11's
+// single-tensor loops (foreach=False, amsgrad=False, maximize=False; the default on the CPU):
+//   adam.py  _single_tensor_adam    g ← g + wd·p; m ← lerp(m, g, 1−β1); v ← β2·v + (1−β2)·g·g;
 //                                   p ← p − (lr/(1−β1ᵗ)) · m / (√v/√(1−β2ᵗ) + ε)
-//   adamw.py _single_tensor_adamw   p ← p·(1 − lr·wd), then the same moments and update with g
+//            AdamW (decoupled)      p ← p·(1 − lr·wd), then the same moments and update with g
 //   sgd.py   _single_tensor_sgd     d ← g + wd·p; b ← μ·b + d (b ← d at the first step); p ← p − lr·b
 // The same in-place ATen kernels with the same scalars in the same order give the same float32
 // bits as torch.optim (tests/ref/test_optimizer_parity.py). Scratch tensors are allocated once.
@@ -143,7 +143,7 @@ void Optimizer::update_one(const torch::Tensor& p, const torch::Tensor& g0, cons
     return;
   }
   if (kind_ == Kind::AdamW && wd != 0) p.mul_(1 - lr * wd);
-  m.mul_(t_.betas[0]).add_(g, 1 - t_.betas[0]);
+  m.lerp_(g, 1 - t_.betas[0]);
   v.mul_(t_.betas[1]).addcmul_(g, g, 1 - t_.betas[1]);
   at::sqrt_out(denom, v);  // (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
   denom.div_(bias_correction2_sqrt).add_(t_.eps);
