@@ -12,6 +12,7 @@
 #include "stx/config/config_io.h"
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
+#include "stx/kernels/kernels.h"
 
 namespace stx::cli {
 
@@ -22,7 +23,7 @@ void register_bench(Registry& reg) {
     int threads = 0;
     std::string json;
     bool quiet = false;
-    std::string kernels = "fused";
+    std::string kernels = "fused", attention = "auto";
     std::string profile;
   };
   auto o = std::make_shared<Opts>();
@@ -40,6 +41,9 @@ void register_bench(Registry& reg) {
   sub->add_option(
       "--kernels", o->kernels,
       "fused (default: stx's attention and dropout kernels) or reference (LibTorch ops), to measure the difference");
+  sub->add_option(
+      "--attention", o->attention,
+      "auto (default: LibTorch's scaled_dot_product_attention on cuda, stx's core on the CPU), sdpa or stx");
   sub->add_option("--profile", o->profile,
                   "after the timed steps, profile 5 more with LibTorch's profiler into a Chrome trace FILE "
                   "(bench/profile_table.py FILE: time per op)");
@@ -55,6 +59,11 @@ void register_bench(Registry& reg) {
     at_least("--warmup", o->warmup, 0), at_least("--threads", o->threads, 1);
     if (o->kernels != "fused" && o->kernels != "reference")
       throw InputError("--kernels " + o->kernels + " is not allowed (fused or reference)");
+    if (o->attention != "auto" && o->attention != "sdpa" && o->attention != "stx")
+      throw InputError("--attention " + o->attention + " is not allowed (auto, sdpa or stx)");
+    set_attention_core(o->attention == "sdpa"  ? AttentionCore::Sdpa
+                       : o->attention == "stx" ? AttentionCore::Stx
+                                               : AttentionCore::Auto);
     bench::StepBenchOptions b;
     b.reference_kernels = o->kernels == "reference";
     b.profile = o->profile;

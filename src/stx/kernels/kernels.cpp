@@ -5,9 +5,12 @@
 namespace stx {
 namespace {
 std::atomic<Kernels> current{Kernels::Fused};
-}
+std::atomic<AttentionCore> attention{AttentionCore::Auto};
+}  // namespace
 
 void set_kernels(Kernels k) { current.store(k); }
 Kernels kernels() { return current.load(); }
+void set_attention_core(AttentionCore a) { attention.store(a); }
+AttentionCore attention_core_choice() { return attention.load(); }
 
 }  // namespace stx

@@ -12,4 +12,13 @@ enum class Kernels { Fused, Reference };
 void set_kernels(Kernels k);
 Kernels kernels();
 
+// Which attention core runs where no tap needs the scores or probabilities and no soft-capping
+// is on: Auto = LibTorch's scaled_dot_product_attention (its flash / memory-efficient kernels)
+// on CUDA and stx's own core (attention_core.h) on the CPU, where it measured faster
+// (docs/performance.md); Sdpa or Stx force one everywhere (`stx bench --attention`, the tests).
+enum class AttentionCore { Auto, Sdpa, Stx };
+
+void set_attention_core(AttentionCore a);
+AttentionCore attention_core_choice();
+
 }  // namespace stx

@@ -56,6 +56,25 @@ torch::Tensor future_mask(int64_t Tq, int64_t Tk, int64_t offset, const torch::D
 }
 }  // namespace
 
+// softmax(q kᵀ/√d_h + mask) v through LibTorch's scaled_dot_product_attention, whose boolean
+// mask is the opposite of stx's (true = may attend). Causal alone is its is_causal flag (the
+// flash kernel); with key padding the two are one mask.
+torch::Tensor AttentionImpl::attend_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                         const torch::Tensor& key_pad, bool causal) {
+  const int64_t B = q.size(0), Tq = q.size(2), Tk = k.size(2);
+  std::optional<torch::Tensor> allowed;
+  bool is_causal = causal;
+  if (key_pad.defined()) {
+    auto mask = key_pad.view({B, 1, 1, Tk});
+    if (causal) mask = mask.logical_or(future_mask(Tq, Tk, 0, q.device()));
+    allowed = mask.logical_not();
+    is_causal = false;
+  }
+  const double p = is_training() ? attention_dropout_ : 0.0;
+  auto out = at::scaled_dot_product_attention(q, k, v, allowed, p, is_causal);
+  return project_out(out.transpose(1, 2).reshape({B, Tq, heads_ * d_head_}));
+}
+
 torch::Tensor AttentionImpl::heads(const torch::Tensor& t, Norm& norm) {
   auto h = split_heads(t, heads_, d_head_);
   return norm ? norm->forward(h) : h;
@@ -70,6 +89,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const bool want_probs = tap.taps && tap.taps->wants(tap.prefix + "probs");
   // The fused core has neither QK-LayerNorm nor soft-capping, and does not expose the scores.
   const bool plain = !q_norm && softcap_ == 0 && !(tap.taps && tap.taps->wants(tap.prefix + "scores"));
+  const AttentionCore core = attention_core_choice();
+  const bool sdpa = core == AttentionCore::Sdpa || (core == AttentionCore::Auto && x.is_cuda());
+  if (sdpa && softcap_ == 0 && !want_probs && !(tap.taps && tap.taps->wants(tap.prefix + "scores")))
+    return attend_sdpa(heads(q_proj->forward(x), q_norm), heads(k_proj->forward(memory), k_norm),
+                       split_heads(v_proj->forward(memory), heads_, d_head_), key_pad, causal);
   if (plain && kernels() == Kernels::Fused && attention_core_available(x) && !(want_probs && tap.taps->with_grad())) {
     const double p = is_training() ? attention_dropout_ : 0.0;
     torch::Tensor probs, out;

@@ -38,6 +38,8 @@ class AttentionImpl : public torch::nn::Module {
  private:
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& mask, const TapSite& tap);  // [B,H,Tq,d_h] → [B,Tq,d]
+  torch::Tensor attend_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& key_pad, bool causal);  // no taps, no soft-capping
   // [B, T, d] → [B, H, T, d_h], through q_norm / k_norm when given.
   torch::Tensor heads(const torch::Tensor& t, Norm& norm);
   torch::Tensor project_out(const torch::Tensor& heads_out);  // [B, T, d] → (inner_attn_ln) → out_proj
