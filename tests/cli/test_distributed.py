@@ -2,7 +2,9 @@
 over 20 updates for post, pre and deepnorm (2 workers with one batch each = 1 process with
 update_freq 2); exact resume of a distributed run after SIGTERM; a worker killed with kill -9
 ends the job with exit 4 and a message within the timeout, the checkpoint intact; a resume with
-another world size, an unreachable master and --nproc inside a worker are refused (exit 2).
+another world size, an unreachable master and --nproc inside a worker are refused (exit 2);
+PyTorch's own launcher, `torchrun --no-python --standalone --nproc-per-node 2 stx train …`
+(workers joining its agent's store), gives the same losses as `--nproc 2`.
 Run: python3 tests/cli/test_distributed.py build/stx"""
 import json
 import os
@@ -132,7 +134,25 @@ with tempfile.TemporaryDirectory() as d:
     r = run(["train", "--out", k, "--resume", "--nproc", "2", "--quiet", "--set", f"train.max_steps={last + 7}"])
     check("the killed job's checkpoint resumes (exit 0)", r.returncode == 0, r.stderr[-1500:])
 
-    # 4. Bad launches: exit 2, one line.
+    # 4. torchrun (the .venv's PyTorch): its agent hosts the store, the workers join it under
+    #    /worker/attempt_0; same losses as --nproc 2, bit for bit (same reduction, same order).
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    if "post" in runs and check("torchrun is installed beside the tests' python", os.path.exists(torchrun), torchrun):
+        tr = os.path.join(d, "torchrun-post")
+        env = dict(ENV)
+        env.pop("STX_THREADS", None)  # torchrun sets OMP_NUM_THREADS=1 for its workers itself
+        t0 = time.time()
+        r = subprocess.run([torchrun, "--no-python", "--standalone", "--nproc-per-node", "2", STX, "train", "--out", tr,
+                            "--quiet", "--set", "model.scheme=post"] + tiny, capture_output=True, text=True,
+                           timeout=600, env=env)
+        ok = check("torchrun --standalone --nproc-per-node 2: exit 0", r.returncode == 0, (r.stdout + r.stderr)[-2000:])
+        if ok:
+            print(f"     (torchrun: 20 updates in {time.time() - t0:.1f} s)")
+            ref, got = train_losses(runs["post"]), train_losses(tr)
+            check("torchrun: every loss equals --nproc 2's", ref == got,
+                  [(s, ref.get(s), got.get(s)) for s in ref if ref.get(s) != got.get(s)][:4])
+
+    # 5. Bad launches: exit 2, one line.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nobody listens there once closed

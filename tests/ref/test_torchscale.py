@@ -1,10 +1,14 @@
-"""Sub-LN / Magneto parity with the reference code itself: stx's weights, loaded under their
-own names into torchscale's modules (the pinned PyPI package, `subln=True`), give stx's logits;
-and torchscale's γ-initialization of v_proj/out_proj/fc1/fc2 is the one stx applies.
+"""Parity with the reference code itself, torchscale 0.3.0 (the pinned PyPI package):
+- stx's weights, loaded under their own names into torchscale's modules, give stx's logits —
+  Sub-LN / Magneto (`subln=True`) in the encoder, decoder and encoder-decoder, and Post-LN,
+  Pre-LN and DeepNorm (`deepnorm=True`, torchscale's α) in the decoder and encoder-decoder;
+- a torchscale model's own state dict, written as an stx weights file, gives torchscale's
+  logits in `stx forward` (the same schemes and architectures);
+- torchscale's γ-initialization of v_proj/out_proj/fc1/fc2 is the one stx applies.
 
-Run: /usr/bin/python3 tests/ref/test_torchscale.py /path/to/stx
-(scripts/setup.sh installs torchscale==0.3.0, fairscale==0.4.0 and timm==0.6.13 into .pydeps/,
-which this file puts on sys.path.)
+Run: .venv/bin/python3 tests/ref/test_torchscale.py /path/to/stx
+(scripts/setup.sh installs torchscale==0.3.0, fairscale==0.4.0 and timm==0.6.13 into .venv/,
+requirements.txt.)
 
 Logits: `stx init --set model.scheme=sub-ln …` → perturb biases and norm parameters (as
 test_parity.py) → `stx forward` on random tokens (no padding: torchscale's decoder has no key
@@ -29,11 +33,10 @@ import safetensors_io as st  # noqa: E402
 import stx_ref as ref  # noqa: E402
 import test_parity as tp  # noqa: E402
 
-sys.path.insert(0, os.path.join(tp.ROOT, ".pydeps"))
 try:
     import torchscale  # noqa: E402,F401
 except ImportError as e:
-    sys.exit(f"error: torchscale is not importable ({e}); run scripts/setup.sh (installs it into .pydeps/)")
+    sys.exit(f"error: torchscale is not importable ({e}); run scripts/setup.sh (installs it into .venv/)")
 from torchscale.architecture.config import DecoderConfig, EncoderConfig, EncoderDecoderConfig  # noqa: E402
 from torchscale.architecture.decoder import Decoder  # noqa: E402
 from torchscale.architecture.encoder import Encoder  # noqa: E402
@@ -78,13 +81,18 @@ def common_args(m):
                 no_scale_embedding=not m["embed_scale"], layernorm_eps=m["norm_eps"], subln=True)
 
 
-def build_torchscale(m, subln=True):
-    """The torchscale model of stx config m (float64)."""
+def build_torchscale(m, subln=True, scheme=None):
+    """The torchscale model of stx config m. scheme (stx's name) picks torchscale's flags:
+    sub-ln → subln; pre → normalize_before; post → neither; deepnorm → deepnorm (which turns
+    normalize_before off and sets α from the layer counts, as stx)."""
     V, d = m["vocab_size"], m["d_model"]
     args = common_args(m)
-    args["subln"] = subln
-    if not subln:
-        args["decoder_normalize_before"] = args["encoder_normalize_before"] = True
+    scheme = scheme or ("sub-ln" if subln else "pre")
+    args["subln"] = scheme == "sub-ln"
+    if scheme in ("pre", "post"):
+        args["decoder_normalize_before"] = args["encoder_normalize_before"] = scheme == "pre"
+    if scheme == "deepnorm":
+        args["deepnorm"] = True
     tied = m["tie_embeddings"]
     if m["arch"] == "decoder":
         cfg = DecoderConfig(**side_args(m, "decoder"), share_decoder_input_output_embed=tied, **args)
@@ -136,8 +144,67 @@ def draw_tokens(m, rng, B=3):
     return toks
 
 
-def logits_case(stx, name, arch, seed, **over):
-    case = tp.Case(name, arch, seed, scheme="sub-ln", **over)
+def run_torchscale(ts, arch, toks):
+    ts.eval()
+    with torch.no_grad():
+        if arch == "decoder":
+            return ts(torch.from_numpy(toks["tgt"]))[0]
+        if arch == "encoder":
+            return ts(torch.from_numpy(toks["src"]))["encoder_out"]
+        return ts(torch.from_numpy(toks["src"]), torch.from_numpy(toks["tgt"]))[0]
+
+
+def compare(c, r):
+    if list(c.shape) != list(r.shape):
+        raise tp.CaseFailure(f"logits {list(c.shape)} vs torchscale {list(r.shape)}")
+    err, scale = (c - r).abs().max().item(), r.abs().max().item()
+    msg = f"max|stx − torchscale| {err:.2e} (scale {scale:.3g}, rel {err / scale:.1e})"
+    if not err <= REL_TOL * scale:
+        raise tp.CaseFailure(msg + f" > {REL_TOL:g}·scale")
+    return msg
+
+
+def from_torchscale_case(stx, arch, scheme, seed):
+    """The other way: a torchscale model's own state dict (its own initialization), written as
+    an stx weights file under stx's names (the config from `stx init` of the same model, the
+    checksum keys dropped), runs in `stx forward` and gives torchscale's logits."""
+    case = tp.Case("", arch, seed, scheme=scheme)
+    m = case.model
+    torch.set_default_dtype(torch.float64)
+    try:
+        torch.manual_seed(seed)
+        ts = build_torchscale(m, scheme=scheme)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    toks = draw_tokens(m, np.random.default_rng(seed))
+    with tempfile.TemporaryDirectory(prefix="stx_torchscale_") as tmp:
+        path = os.path.join(tmp, "m.safetensors")
+        tp.stx_init(stx, case, tmp, path)
+        w, meta = st.load(path)
+        theirs = {}
+        for k, t in ts.state_dict().items():
+            theirs[stx_name(m, k)] = t.float().contiguous()
+        if sorted(theirs) != sorted(w):
+            raise tp.CaseFailure(f"names differ: only stx {sorted(set(w) - set(theirs))[:4]}, "
+                                 f"only torchscale {sorted(set(theirs) - set(w))[:4]}")
+        meta = {k: v for k, v in meta.items() if k not in ("stx.crc32c", "stx.metadata_crc32c")}
+        st.save(path, theirs, meta)
+        tok_path, out_path = os.path.join(tmp, "t.safetensors"), os.path.join(tmp, "o.safetensors")
+        st.save(tok_path, toks)
+        tp.run([stx, "forward", "--model", path, "--input", tok_path, "--out", out_path], "stx forward")
+        c = st.load(out_path)[0]["logits"].double()
+    # torchscale's float64 model on the float32-rounded weights stx ran
+    torch.set_default_dtype(torch.float64)
+    try:
+        ts.load_state_dict({k: v.float().double() for k, v in ts.state_dict().items()})
+        r = run_torchscale(ts, arch, toks)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    return compare(c, r)
+
+
+def logits_case(stx, name, arch, seed, scheme="sub-ln", **over):
+    case = tp.Case(name, arch, seed, scheme=scheme, **over)
     m = case.model
     with tempfile.TemporaryDirectory(prefix="stx_torchscale_") as tmp:
         path = os.path.join(tmp, "m.safetensors")
@@ -153,25 +220,12 @@ def logits_case(stx, name, arch, seed, **over):
         c = st.load(out_path)[0]["logits"].double()
     torch.set_default_dtype(torch.float64)
     try:
-        ts = build_torchscale(m)
+        ts = build_torchscale(m, scheme=scheme)
         load_into(ts, m, wp)
-        ts.eval()
-        with torch.no_grad():
-            if arch == "decoder":
-                r = ts(torch.from_numpy(toks["tgt"]))[0]
-            elif arch == "encoder":
-                r = ts(torch.from_numpy(toks["src"]))["encoder_out"]
-            else:
-                r = ts(torch.from_numpy(toks["src"]), torch.from_numpy(toks["tgt"]))[0]
+        r = run_torchscale(ts, arch, toks)
     finally:
         torch.set_default_dtype(torch.float32)
-    if list(c.shape) != list(r.shape):
-        raise tp.CaseFailure(f"logits {list(c.shape)} vs torchscale {list(r.shape)}")
-    err, scale = (c - r).abs().max().item(), r.abs().max().item()
-    msg = f"max|stx − torchscale| {err:.2e} (scale {scale:.3g}, rel {err / scale:.1e})"
-    if not err <= REL_TOL * scale:
-        raise tp.CaseFailure(msg + f" > {REL_TOL:g}·scale")
-    return msg
+    return compare(c, r)
 
 
 def ratios(a, b, names):
@@ -238,6 +292,14 @@ def main():
                                                      positions="learned")))
         jobs.append((f"logits sub-ln no embed scale eps 1e-2 [{arch}]",
                      lambda a=arch, i=i: logits_case(stx, "", a, 520 + i, embed_scale=False, norm_eps=0.01)))
+    # Post-LN, Pre-LN and DeepNorm (torchscale's deepnorm=True: its α) in the encoder-decoder
+    # and the decoder, both ways: stx's weights in torchscale, torchscale's weights in stx.
+    for j, scheme in enumerate(("post", "pre", "deepnorm")):
+        for i, arch in enumerate(("decoder", "encoder-decoder")):
+            jobs.append((f"logits {scheme} [{arch}]",
+                         lambda a=arch, sc=scheme, k=10 * j + i: logits_case(stx, "", a, 540 + k, scheme=sc)))
+            jobs.append((f"torchscale's state dict in stx, {scheme} [{arch}]",
+                         lambda a=arch, sc=scheme, k=10 * j + i: from_torchscale_case(stx, a, sc, 570 + k)))
     jobs.append(("gamma encoder N=5", lambda: gamma_case(stx, "encoder", 31, 5, 2)))
     jobs.append(("gamma decoder M=7", lambda: gamma_case(stx, "decoder", 32, 3, 7)))
     jobs.append(("gamma encoder-decoder N=6 M=4", lambda: gamma_case(stx, "encoder-decoder", 33, 6, 4)))
