@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# bench/compare.sh — stx vs PyTorch eager on the same model and training step, back to back.
+# bench/compare.sh — stx vs PyTorch 2.11 eager and torch.compile on the same model and training
+# step, back to back.
 #   bench/compare.sh [BUILD_DIR] [--quick] [--shapes d64-l24,d512-l6,d64-l1000] [--threads N] [--same-malloc]
-# For each shape it runs `stx bench` then bench/pytorch_eager.py (same steps, same threads,
-# OMP_WAIT_POLICY=PASSIVE, denormals flushed in both) and prints
-#   shape: …   stx: X tokens/s   pytorch-eager: Y tokens/s   ratio: X/Y   (+ sgemm fraction)
+# For each shape it runs `stx bench`, then bench/pytorch_eager.py eager and with --compile
+# (inductor; same steps, same threads, OMP_WAIT_POLICY=PASSIVE, denormals flushed in all) and prints
+#   shape: …   stx: X tokens/s   pytorch-eager: Y tokens/s   pytorch-compile: Z tokens/s
+#   ratio: X/Y   ratio-compile: X/Z   (+ compile time, peak memory of each, sgemm fraction)
+# A compile that fails or takes over 10 minutes (STX_COMPILE_TIMEOUT s) prints that instead of
+# ratio-compile.
 # tokens/s and `ratio:` use the mean step time; `ratio (fastest step):` compares the fastest
 # steps and `ratio (CPU time):` the process CPU time per step — both steadier on a busy machine
 # (CPU time is the best single-thread measure there; with more threads it also counts spinning). stx re-executes itself with glibc malloc tunables
@@ -47,9 +51,10 @@ for s in "${LIST[@]}"; do
     *) echo "compare.sh: unknown shape '$s' (allowed: d64-l24, d512-l6, d64-l1000)" >&2; exit 2 ;;
   esac
 done
-PY=/usr/bin/python3
+PY=${STX_PYTHON:-$ROOT/.venv/bin/python3}
+COMPILE_TIMEOUT=${STX_COMPILE_TIMEOUT:-600}
 [[ -x "$BUILD/stx" ]] || { echo "compare.sh: no stx binary at $BUILD/stx (build first, or pass BUILD_DIR)" >&2; exit 2; }
-"$PY" -c 'import torch, yaml' 2>/dev/null || { echo "compare.sh: $PY lacks torch or yaml (python3-torch, python3-yaml)" >&2; exit 2; }
+"$PY" -c 'import torch, yaml' 2>/dev/null || { echo "compare.sh: $PY lacks torch or yaml (run scripts/setup.sh: .venv)" >&2; exit 2; }
 OUT="${STX_BENCH_OUT:-$(mktemp -d /tmp/stx-bench.XXXXXX)}"
 mkdir -p "$OUT"
 STX="$OUT/stx"  # a private copy: a rebuild during the minutes this runs cannot swap the binary
@@ -77,15 +82,31 @@ run_shape() {  # name batch seq steps warmup quick_steps quick_warmup
   local threads; threads=$(field "$OUT/stx-$name.json" threads)
   "${EAGER_ENV[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --config "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" \
     --warmup "$warmup" --threads "$threads" --json "$OUT/eager-$name.json" > "$OUT/eager-$name.txt"
-  "$PY" - "$OUT/stx-$name.json" "$OUT/eager-$name.json" "$name" <<'PYEOF'
-import json, sys
+  local crc=0
+  rm -f "$OUT/compile-$name.json"
+  timeout "$COMPILE_TIMEOUT" "${EAGER_ENV[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --compile --config "$cfg" --batch "$batch" \
+    --seq "$seq" --steps "$steps" --warmup "$warmup" --threads "$threads" --json "$OUT/compile-$name.json" \
+    > "$OUT/compile-$name.txt" 2>&1 || crc=$?
+  "$PY" - "$OUT/stx-$name.json" "$OUT/eager-$name.json" "$name" "$OUT/compile-$name.json" "$crc" "$COMPILE_TIMEOUT" <<'PYEOF'
+import json, os, sys
 s, e = (json.load(open(p)) for p in sys.argv[1:3])
+cpath, crc, limit = sys.argv[4], int(sys.argv[5]), sys.argv[6]
+c = json.load(open(cpath)) if crc == 0 and os.path.exists(cpath) else None
 print(f"shape: {sys.argv[3]} (d_model {s['d_model']}, {s['layers']} layers, {s['scheme']}, "
       f"{s['batch']}x{s['seq']} tokens/step, {s['threads']} threads)")
 print(f"stx: {s['tokens_per_s']:.1f} tokens/s  ({s['ms_per_step_mean']:.1f} ms/step, peak RSS {s['peak_rss_mb']:.0f} MB)")
 print(f"pytorch-eager: {e['tokens_per_s']:.1f} tokens/s  ({e['ms_per_step_mean']:.1f} ms/step, "
       f"peak RSS {e['peak_rss_mb']:.0f} MB)")
+if c:
+    print(f"pytorch-compile: {c['tokens_per_s']:.1f} tokens/s  ({c['ms_per_step_mean']:.1f} ms/step, "
+          f"peak RSS {c['peak_rss_mb']:.0f} MB; compile {c['compile_s']:.1f} s, not in the ratio)")
 print(f"ratio: {s['tokens_per_s'] / e['tokens_per_s']:.2f}")
+if c:
+    print(f"ratio-compile: {s['tokens_per_s'] / c['tokens_per_s']:.2f}")
+elif crc in (124, 137):
+    print(f"ratio-compile: none (torch.compile did not finish within {limit} s)")
+else:
+    print(f"ratio-compile: none (torch.compile failed, exit {crc}: see {os.path.splitext(cpath)[0]}.txt)")
 print(f"ratio (fastest step): {e['ms_per_step_min'] / s['ms_per_step_min']:.2f}")
 print(f"ratio (CPU time): {e['cpu_ms_per_step'] / s['cpu_ms_per_step']:.2f}  "
       f"({s['cpu_ms_per_step']:.1f} vs {e['cpu_ms_per_step']:.1f} CPU ms/step)")

@@ -1,10 +1,12 @@
-#!/usr/bin/python3
-"""The PyTorch-eager peer of `stx bench`: the same decoder-only model and training step, written
+#!/usr/bin/env python3
+"""The PyTorch peers of `stx bench`: the same decoder-only model and training step, written
 in plain Python PyTorch the way a user would (nn.Linear per projection, eager ops, torch.optim.Adam,
-F.cross_entropy; no torch.compile, no jit), timed the same way.
+F.cross_entropy), timed the same way — eager, or with --compile under torch.compile (inductor on
+the CPU: the model's forward and backward, and the optimizer step, each compiled; the first
+step's extra time is reported as compile time, apart from the steady-state steps).
 
-  /usr/bin/python3 bench/pytorch_eager.py --config configs/bench-d64-l24.yaml \
-      [--batch B --seq T --steps N --warmup W --threads N --json FILE]
+  .venv/bin/python3 bench/pytorch_eager.py --config configs/bench-d64-l24.yaml \
+      [--compile] [--batch B --seq T --steps N --warmup W --threads N --json FILE]
 
 Reads the same YAML as stx (model/train sections; stx's defaults for missing keys). Defaults as
 stx bench: --seq = model.max_len, --batch = train.max_tokens / seq. Threads = physical cores unless
@@ -195,6 +197,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json", default="")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--compile", action="store_true", help="torch.compile (inductor) the model and the optimizer step")
     a = ap.parse_args()
     m, t = load_config(a.config)
     seq = a.seq or m["max_len"]
@@ -211,30 +214,35 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=t["lr"], betas=tuple(t["betas"]), eps=t["eps"],
                            weight_decay=t["weight_decay"])
     n_params = sum(p.numel() for p in model.parameters())
+    peer = "pytorch-compile" if a.compile else "pytorch-eager"
+    forward = torch.compile(model) if a.compile else model
+    opt_step = torch.compile(opt.step) if a.compile else opt.step
     V = m["vocab_size"]
     seqs = torch.randint(1, V, (batch, seq + 1))  # avoid the padding id 0, as stx bench
     inp, target = seqs[:, :-1], seqs[:, 1:]
     tokens = batch * seq
 
-    times, fwd, bwd, ost, cpu = [], 0.0, 0.0, 0.0, 0.0
+    times, fwd, bwd, ost, cpu, first = [], 0.0, 0.0, 0.0, 0.0, None
     last = time.perf_counter()
     for i in range(a.warmup + a.steps):
         t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad()
-        logits = model(inp)
+        logits = forward(inp)
         loss = F.cross_entropy(logits.reshape(-1, V), target.reshape(-1), reduction="sum",
                                label_smoothing=t["label_smoothing"]) / tokens
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
-        opt.step()
+        opt_step()
         t3, c3 = time.perf_counter(), time.process_time()
+        if i == 0:
+            first = t3 - t0
         if i >= a.warmup:
             times.append(t3 - t0)
             cpu += c3 - c0
             fwd, bwd, ost = fwd + t1 - t0, bwd + t2 - t1, ost + t3 - t2
         if not a.quiet and t3 - last >= 2.0:
-            print(f"pytorch-eager: step {i + 1}/{a.warmup + a.steps}  {1e3 * (t3 - t0):.0f} ms", file=sys.stderr)
+            print(f"{peer}: step {i + 1}/{a.warmup + a.steps}  {1e3 * (t3 - t0):.0f} ms", file=sys.stderr)
             last = t3
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     mean = sum(times) / len(times)
@@ -245,8 +253,9 @@ def main():
              steps=a.steps, ms_per_step_median=1e3 * statistics.median(times), ms_per_step_mean=1e3 * mean,
              ms_per_step_min=1e3 * min(times), cpu_ms_per_step=1e3 * cpu / n, ms_forward=1e3 * fwd / n, ms_backward=1e3 * bwd / n,
              ms_optimizer=1e3 * ost / n, tokens_per_s=tokens / mean, rss_before_mb=rss_before * 1.048576,
-             peak_rss_mb=peak * 1.048576, final_loss=loss.item(), torch=torch.__version__)
-    print(f"config: {r['config']} ({m['scheme']}, {r['layers']} layers, d_model {r['d_model']}) [pytorch eager]")
+             peak_rss_mb=peak * 1.048576, final_loss=loss.item(), torch=torch.__version__, peer=peer,
+             compile_s=max(0.0, first - mean) if a.compile else 0.0)
+    print(f"config: {r['config']} ({m['scheme']}, {r['layers']} layers, d_model {r['d_model']}) [{peer}]")
     print(f"shape: {batch} x {seq} = {tokens} tokens/step")
     print(f"parameters: {n_params}")
     print(f"threads: {r['threads']}  torch {torch.__version__}")
@@ -259,6 +268,8 @@ def main():
     print(f"tokens/s: {r['tokens_per_s']:.1f}")
     print(f"RSS MB: {r['rss_before_mb']:.0f} before the model, {r['peak_rss_mb']:.0f} peak")
     print(f"final loss: {r['final_loss']:.4f}")
+    if a.compile:
+        print(f"compile s: {r['compile_s']:.1f} (first step {first:.1f} s minus a steady step)")
     if a.json:  # atomically: a temporary file in the same folder, then rename
         d = os.path.dirname(os.path.abspath(a.json))
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".pytorch_eager.")
