@@ -144,6 +144,14 @@ def draw_tokens(m, rng, B=3):
     return toks
 
 
+def stx_logits(stx, tmp, model_path, toks):
+    """`stx forward` of the model file on the token ids: its logits in float64."""
+    tok_path, out_path = os.path.join(tmp, "t.safetensors"), os.path.join(tmp, "o.safetensors")
+    st.save(tok_path, toks)
+    tp.run([stx, "forward", "--model", model_path, "--input", tok_path, "--out", out_path], "stx forward")
+    return st.load(out_path)[0]["logits"].double()
+
+
 def run_torchscale(ts, arch, toks):
     ts.eval()
     with torch.no_grad():
@@ -189,10 +197,7 @@ def from_torchscale_case(stx, arch, scheme, seed):
                                  f"only torchscale {sorted(set(theirs) - set(w))[:4]}")
         meta = {k: v for k, v in meta.items() if k not in ("stx.crc32c", "stx.metadata_crc32c")}
         st.save(path, theirs, meta)
-        tok_path, out_path = os.path.join(tmp, "t.safetensors"), os.path.join(tmp, "o.safetensors")
-        st.save(tok_path, toks)
-        tp.run([stx, "forward", "--model", path, "--input", tok_path, "--out", out_path], "stx forward")
-        c = st.load(out_path)[0]["logits"].double()
+        c = stx_logits(stx, tmp, path, toks)
     # torchscale's float64 model on the float32-rounded weights stx ran
     torch.set_default_dtype(torch.float64)
     try:
@@ -214,10 +219,7 @@ def logits_case(stx, name, arch, seed, scheme="sub-ln", **over):
         wp = tp.perturb(w, cfg, torch.Generator().manual_seed(seed))
         st.save(path, wp, meta)
         toks = draw_tokens(m, np.random.default_rng(seed))
-        tok_path, out_path = os.path.join(tmp, "t.safetensors"), os.path.join(tmp, "o.safetensors")
-        st.save(tok_path, toks)
-        tp.run([stx, "forward", "--model", path, "--input", tok_path, "--out", out_path], "stx forward")
-        c = st.load(out_path)[0]["logits"].double()
+        c = stx_logits(stx, tmp, path, toks)
     torch.set_default_dtype(torch.float64)
     try:
         ts = build_torchscale(m, scheme=scheme)
