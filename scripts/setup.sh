@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config ccache git
   libopenblas-dev libgloo-dev
-  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev googletest
   gnuplot-nox clang-format-14
   sentencepiece libsentencepiece-dev zlib1g-dev

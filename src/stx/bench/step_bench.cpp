@@ -96,7 +96,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   r.tokens_per_step = r.batch * r.seq;
   r.layers = (m.has_encoder() ? m.encoder_layers : 0) + (m.has_decoder() ? m.decoder_layers : 0);
   r.d_model = m.d_model;
-  if (o.threads > 0) at::set_num_threads(o.threads);
+  if (o.threads > 0) set_threads(o.threads);
   else use_default_threads(m.d_model, r.tokens_per_step);
   r.threads = at::get_num_threads();
   set_kernels(o.reference_kernels ? Kernels::Reference : Kernels::Fused);

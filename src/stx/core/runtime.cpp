@@ -4,11 +4,11 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <set>
 #include <thread>
 #include <utility>
@@ -30,22 +30,6 @@ int physical_cores() {
   return n > 0 ? n : 1;
 }
 
-namespace {
-std::string mapped_blas() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    auto pos = line.find('/');
-    if (pos == std::string::npos) continue;
-    auto path = line.substr(pos);
-    if (path.find("openblas") != std::string::npos || path.find("libblas") != std::string::npos ||
-        path.find("libmkl") != std::string::npos)
-      return path;
-  }
-  return "";
-}
-}  // namespace
-
 void reexec_with_runtime_env(int argc, char** argv) {
   (void)argc;
   if (std::getenv("STX_NO_REEXEC") || std::getenv("STX_REEXECED")) return;
@@ -59,12 +43,32 @@ void reexec_with_runtime_env(int argc, char** argv) {
   execv("/proc/self/exe", argv);  // returns only on failure: continue without the settings
 }
 
+std::string blas_info() {
+  void* f = dlsym(RTLD_DEFAULT, "sgemm_");
+  Dl_info where{};
+  if (!f || !dladdr(f, &where) || !where.dli_fname) return "none";
+  const std::string lib = where.dli_fname;
+  using Config = const char* (*)();
+  if (lib.find("openblas") != std::string::npos)
+    if (auto config = reinterpret_cast<Config>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
+      return std::string(config()) + " (" + lib + ")";
+  if (lib.find("torch_cpu") != std::string::npos) return "MKL inside " + lib;
+  return lib;
+}
+
+void set_threads(int n) {
+  torch::set_num_threads(n);
+  using Set = void (*)(int);
+  if (auto set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(n);
+}
+
 std::string build_info() {
   std::string s =
       std::string("stx ") + STX_VERSION + "\nLibTorch " + TORCH_VERSION + " (PyTorch " STX_TORCH_PY_VERSION ")";
   s += std::string("\nCUDA: ") + (STX_WITH_CUDA ? "yes (" STX_TORCH_CUDA_VERSION ")" : "no");
   s += std::string("\nNCCL: ") + (STX_WITH_NCCL ? "yes" : "no");
   s += "\nC++: " + std::to_string(__cplusplus);
+  s += std::string("\nBLAS: ") + blas_info() + " (built with STX_BLAS=" STX_BLAS_NAME ")";
   if (STX_WITH_CUDA) s += "\nCUDA devices on this machine: " + std::to_string(torch::cuda::device_count());
   return s;
 }
@@ -85,7 +89,7 @@ int threads_from_env() {
 }  // namespace
 
 void use_default_threads(int64_t d_model, int64_t tokens) {
-  if (threads_from_env() == 0) torch::set_num_threads(default_threads(d_model, tokens));
+  if (threads_from_env() == 0) set_threads(default_threads(d_model, tokens));
 }
 
 RuntimeInfo init_runtime(int threads) {
@@ -97,16 +101,7 @@ RuntimeInfo init_runtime(int threads) {
   at::globalContext().setFlushDenormal(true);
   const int from_env = threads_from_env();
   info.threads = threads > 0 ? threads : from_env > 0 ? from_env : physical_cores();
-  torch::set_num_threads(info.threads);
-  info.blas = mapped_blas();
-  info.reference_blas = !info.blas.empty() && info.blas.find("openblas") == std::string::npos &&
-                        info.blas.find("mkl") == std::string::npos;
-  static bool warned = false;
-  if (info.reference_blas && !warned) {
-    warned = true;
-    std::cerr << "stx: WARNING: BLAS is " << info.blas
-              << " (the reference BLAS, ~35x slower); install libopenblas-dev (scripts/setup.sh)\n";
-  }
+  set_threads(info.threads);
   return info;
 }
 

@@ -1,6 +1,8 @@
 // stx/core/runtime.h — process-wide numerics and threading set-up, done once at start-up:
 // flush denormals (a 24-layer Post-LN model ran 9× faster with it: vanishing gradients produce
-// denormals), intra-op threads = physical cores, and a check that BLAS is OpenBLAS.
+// denormals), intra-op threads = physical cores. (BLAS is always the MKL inside the wheel's
+// libtorch_cpu.so, kernels/blas.h: the check that Debian's LibTorch had OpenBLAS, not the
+// reference BLAS — 35× slower — went with the move to 2.11.)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,17 +11,22 @@ namespace stx {
 
 struct RuntimeInfo {
   int threads = 1;
-  std::string blas;  // the BLAS library mapped into the process
-  bool reference_blas = false;
 };
 
 // Called first in main(): when the environment lacks them, sets OMP_WAIT_POLICY=PASSIVE (idle
-// OpenMP workers sleep instead of spinning against OpenBLAS's own threads) and glibc malloc
+// OpenMP workers sleep instead of spinning: a spinning pool starves other threads on few cores) and glibc malloc
 // tunables that keep freed memory in the heap (no mmap/munmap page-fault churn per step), then
 // re-executes the program once so they take effect (libgomp and malloc read them at load).
 // Measured on a 3-3 d=128 training step: 1,261 → 4,394 tokens/s (docs/performance.md).
 // STX_NO_REEXEC=1 disables it.
 void reexec_with_runtime_env(int argc, char** argv);
+
+// LibTorch's intra-op threads and, when the process's BLAS is OpenBLAS, its thread pool: the
+// same number (an OpenBLAS left at its default of all cores spun a second thread beside a
+// one-thread step, twice the CPU time for nothing; docs/performance.md).
+void set_threads(int n);
+// The library whose sgemm_ this process calls (kernels/blas.h), e.g. "OpenBLAS 0.3.21 … (path)".
+std::string blas_info();
 
 // Applies the settings. threads ≤ 0: number of physical cores.
 RuntimeInfo init_runtime(int threads = 0);

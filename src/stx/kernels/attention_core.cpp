@@ -5,40 +5,27 @@
 #include <limits>
 #include <vector>
 
-#ifdef STX_HAVE_CBLAS
-#include <cblas.h>
-#endif
-
+#include "stx/kernels/blas.h"
 #include "stx/kernels/target_clones.h"
 #include "stx/kernels/vec_math.h"
 
 namespace stx {
 
 bool attention_core_available(const torch::Tensor& q) {
-#ifdef STX_HAVE_CBLAS
+#ifdef STX_HAVE_BLAS
   return q.device().is_cpu() && (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kDouble);
 #else
   return false;
 #endif
 }
 
-#ifdef STX_HAVE_CBLAS
+#ifdef STX_HAVE_BLAS
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Row-major C = alpha · op(A) op(B) + beta · C.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, ldc);
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, ldc);
-}
+using blas::gemm;
 
 // Where head h of batch row b lives in a [B, T, ·] tensor: element (b, t, h·d_h + c) is at
 // ptr + b·batch + t·ld + h·d_h + c.
@@ -130,8 +117,8 @@ STX_CLONES void softmax_backward_head(T* dP, const T* P, int64_t Tq, int64_t Tk,
 }
 
 // f(b, h) for every head of every batch row, in order. (Running heads on LibTorch's threads,
-// each gemm then one OpenBLAS call per thread, measured no faster at d512 × 8 heads: OpenBLAS
-// already splits these products over both cores.)
+// each gemm then one single-threaded BLAS call, measured no faster at d512 × 8 heads, with
+// OpenBLAS, which splits each product over both cores itself, and with MKL: docs/performance.md.)
 template <typename F>
 void each_head(int64_t B, int64_t H, const F& f) {
   for (int64_t i = 0; i < B * H; ++i) f(i / H, i % H);
@@ -272,14 +259,14 @@ torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tenso
   return r[0];
 }
 
-#else  // no CBLAS: attention_core_available() is false and AttentionImpl keeps the reference path
+#else  // no BLAS: attention_core_available() is false and AttentionImpl keeps the reference path
 
 torch::Tensor attention_core(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
                              int64_t, bool, double, torch::Tensor*) {
-  TORCH_CHECK(false, "attention_core: stx was built without CBLAS");
+  TORCH_CHECK(false, "attention_core: stx was built without BLAS (kernels/blas.h)");
 }
 torch::Tensor attention_core_packed(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double, torch::Tensor*) {
-  TORCH_CHECK(false, "attention_core_packed: stx was built without CBLAS");
+  TORCH_CHECK(false, "attention_core_packed: stx was built without BLAS (kernels/blas.h)");
 }
 
 #endif

@@ -16,7 +16,7 @@
 namespace stx {
 
 // True when the fused core can run on q: a CPU float32/float64 tensor, and stx was built
-// with CBLAS (STX_HAVE_CBLAS).
+// with BLAS (STX_HAVE_BLAS: sgemm_/dgemm_ from libtorch_cpu, kernels/blas.h).
 bool attention_core_available(const torch::Tensor& q);
 
 // q: [B, Tq, d], k, v: [B, Tk, d] (row-major; any row stride); key_pad: [B, Tk] bool, true at

@@ -152,7 +152,7 @@ class Runner {
     c.live = o_.jobs <= 1 && !o_.watch;
     if (o_.jobs > 1 && !std::getenv("STX_THREADS")) {  // the cores shared out, unless the user chose
       const int threads = std::max(1, physical_cores() / o_.jobs);
-      c.env = {"STX_THREADS=" + std::to_string(threads), "OPENBLAS_NUM_THREADS=" + std::to_string(threads)};
+      c.env = {"STX_THREADS=" + std::to_string(threads)};
     }
     c.fresh_args = {"--config", o_.plan.config_path};
     for (auto& s : o_.plan.overrides) c.fresh_args.insert(c.fresh_args.end(), {"--set", s});
