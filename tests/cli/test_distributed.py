@@ -20,7 +20,7 @@ from checks import ROOT, Checks, cut_bible, wait_for_step  # noqa: E402
 STX = os.path.abspath(sys.argv[1])
 # One thread per process everywhere, so the single process and each worker compute alike.
 ENV = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT")}
-ENV.update(OMP_NUM_THREADS="1", STX_THREADS="1", OPENBLAS_NUM_THREADS="1")
+ENV.update(OMP_NUM_THREADS="1", STX_THREADS="1")
 check = Checks()
 
 

@@ -2,120 +2,70 @@
 #include "stx/parallel/grad_sync.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "stx/core/error.h"
 
 namespace stx::parallel {
 
 namespace {
-constexpr double kFirstBucketMB = 1.0;  // DDP's first bucket
-}
+constexpr int64_t kFirstBucketBytes = 1024 * 1024;  // DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
 
-GradSync::GradSync(World& world, std::vector<torch::Tensor> params, double bucket_mb)
-    : world_(world), params_(std::move(params)), slot_(params_.size()), seen_(params_.size(), 0) {
-  // Buckets over the parameters in reverse order, by size (one dtype and device per bucket: one
-  // flat tensor each). The first bucket holds at most 1 MB, the others train.bucket_mb.
-  double cap = std::min(kFirstBucketMB, bucket_mb) * 1024 * 1024, filled = 0;
-  int64_t numel = 0;
-  for (size_t k = params_.size(); k-- > 0;) {
-    const auto& p = params_[k];
-    const double b = static_cast<double>(p.numel() * p.element_size());
-    bytes_ += static_cast<int64_t>(b);
-    const bool same_kind = !buckets_.empty() &&
-                           params_[buckets_.back().params.front()].scalar_type() == p.scalar_type() &&
-                           params_[buckets_.back().params.front()].device() == p.device();
-    if (!same_kind || filled + b > cap) {  // a new bucket (a parameter larger than the cap gets one alone)
-      if (!buckets_.empty()) cap = bucket_mb * 1024 * 1024;
-      buckets_.emplace_back();
-      filled = 0, numel = 0;
-    }
-    auto& bk = buckets_.back();
-    slot_[k] = {buckets_.size() - 1, bk.params.size()};
-    bk.params.push_back(k);
-    bk.offsets.push_back(numel);
-    numel += p.numel(), filled += b;
+// The bucket's communication: an all-reduce SUM of its flat buffer (DDP's default hook divides by
+// the world size; stx's losses are already normalized by the whole update's tokens).
+class SumHook : public c10d::CppCommHookInterface<c10::intrusive_ptr<c10d::ProcessGroup>> {
+ public:
+  using CppCommHookInterface::CppCommHookInterface;
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
+    std::vector<at::Tensor> tensors{bucket.getBufferRef()};
+    return state_->allreduce(tensors)->getFuture();
   }
-  for (auto& bk : buckets_) {
-    const auto& last = params_[bk.params.back()];
-    bk.flat = torch::zeros({bk.offsets.back() + last.numel()}, last.options().requires_grad(false));  // Σ numel
+};
+}  // namespace
+
+GradSync::GradSync(World& world, std::vector<std::pair<std::string, torch::Tensor>> named, double bucket_mb)
+    : world_(world) {
+  std::vector<at::Tensor> params;
+  std::unordered_map<size_t, std::string> names;
+  for (auto& [name, p] : named) {
+    names[params.size()] = name;
+    bytes_ += p.numel() * p.element_size();
+    params.push_back(p);
   }
-  for (size_t k = 0; k < params_.size(); ++k)
-    params_[k].register_hook([this, k](const torch::Tensor& g) {
-      on_grad(k, g);
-      return torch::Tensor();  // keep the gradient as it is
-    });
+  const auto cap = static_cast<int64_t>(bucket_mb * 1024 * 1024);
+  const std::vector<size_t> limits{static_cast<size_t>(std::min(kFirstBucketBytes, cap)), static_cast<size_t>(cap)};
+  auto [indices, per_bucket] =
+      c10d::compute_bucket_assignment_by_size(params, limits, std::vector<bool>(params.size()));
+  std::reverse(indices.begin(), indices.end());  // as DDP: the last parameters' bucket first
+  buckets_ = static_cast<int64_t>(indices.size());
+  // find_unused_parameters: true — a scheme may leave a parameter out of the graph (e.g. a
+  // gate at zero); the Reducer then marks it ready with a zero gradient instead of waiting.
+  reducer_ = std::make_unique<c10d::Reducer>(
+      params, std::move(indices), world_.process_group(), std::vector<bool>(params.size()), cap,
+      /*find_unused_parameters=*/true, /*gradient_as_bucket_view=*/false, std::move(names),
+      std::min(kFirstBucketBytes, cap), /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
+      std::vector<int64_t>{});
+  reducer_->register_comm_hook(std::make_unique<SumHook>(world_.process_group()));
 }
 
-void GradSync::before_backward() {
-  std::fill(seen_.begin(), seen_.end(), 0);
-  for (auto& bk : buckets_) bk.ready = 0, bk.work.reset();
-  next_launch_ = 0;
-  armed_ = true;
-}
+GradSync::~GradSync() = default;
 
-// The gradient of parameter `index` is complete for this backward (a leaf's hook sees the sum of
-// all its uses). Its slot gets what .grad will hold after accumulation.
-void GradSync::on_grad(size_t index, const torch::Tensor& grad) {
-  if (!armed_ || seen_[index]) return;
-  seen_[index] = 1;
-  auto& [b, pos] = slot_[index];
-  auto& bk = buckets_[b];
-  torch::NoGradGuard ng;
-  auto view = bk.flat.narrow(0, bk.offsets[pos], params_[index].numel());
-  view.copy_(grad.reshape(-1));
-  const auto& acc = params_[index].grad();
-  if (acc.defined()) view.add_(acc.reshape(-1));
-  if (++bk.ready == bk.params.size()) launch_ready();
-}
-
-void GradSync::launch_ready() {
-  while (next_launch_ < buckets_.size() && buckets_[next_launch_].ready == buckets_[next_launch_].params.size()) {
-    std::vector<torch::Tensor> v{buckets_[next_launch_].flat};
-    try {
-      buckets_[next_launch_].work = world_.group()->allreduce(v);
-    } catch (const c10::Error& e) {
-      throw DistError("rank " + std::to_string(world_.rank()) +
-                      ": gradient all-reduce failed: " + e.what_without_backtrace());
-    }
-    ++next_launch_;
-  }
-}
-
-void GradSync::finish() {
-  armed_ = false;
-  torch::NoGradGuard ng;
-  // A parameter without a gradient in this backward (unused) contributes what it accumulated, or 0.
-  for (size_t k = 0; k < params_.size(); ++k) {
-    if (seen_[k]) continue;
-    seen_[k] = 1;
-    auto& [b, pos] = slot_[k];
-    auto& bk = buckets_[b];
-    auto view = bk.flat.narrow(0, bk.offsets[pos], params_[k].numel());
-    const auto& acc = params_[k].grad();
-    if (acc.defined()) view.copy_(acc.reshape(-1));
-    else view.zero_();
-    ++bk.ready;
-  }
-  launch_ready();
-  for (auto& bk : buckets_) {
-    try {
-      bk.work->wait();
-    } catch (const std::exception& e) {
-      std::string m = e.what();
-      if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
-      throw DistError(
-          "rank " + std::to_string(world_.rank()) +
-          ": gradient all-reduce failed (a peer died, hung past train.dist_timeout_s or the network failed): " + m);
-    }
-    for (size_t i = 0; i < bk.params.size(); ++i) {
-      auto& p = params_[bk.params[i]];
-      auto sum = bk.flat.narrow(0, bk.offsets[i], p.numel()).view(p.sizes());
-      if (p.grad().defined()) p.mutable_grad().copy_(sum);
-      else p.mutable_grad() = sum.clone();
-    }
+void GradSync::backward(const torch::Tensor& loss) {
+  try {
+    reducer_->prepare_for_forward();
+    reducer_->prepare_for_backward({loss});
+    loss.backward();  // the Reducer's hooks all-reduce; its end-of-backward callback writes .grad
+  } catch (const c10::Error& e) {
+    std::string m = e.what_without_backtrace();
+    if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+    throw DistError(
+        "rank " + std::to_string(world_.rank()) +
+        ": gradient all-reduce failed (a peer died, hung past train.dist_timeout_s or the network failed): " + m);
   }
 }
 

@@ -1,57 +1,50 @@
-// stx/parallel/grad_sync.h — gradient all-reduce for data parallelism, bucketed and overlapped with
-// backward (the scheme of PyTorch's DistributedDataParallel, on c10d's process group; c10d's own
-// Reducer cannot be used from Debian's LibTorch 1.13, whose headers lack a file it includes).
+// stx/parallel/grad_sync.h — gradient all-reduce for data parallelism through c10d's own Reducer,
+// the engine of PyTorch's DistributedDataParallel, driven from C++ (docs/distributed.md).
 //
-// Parameters are grouped, in reverse order of registration (≈ the order backward produces their
-// gradients), into flat buckets of at most train.bucket_mb MB (the first 1 MB, so communication
-// starts early). A hook on each parameter's gradient copies it, plus what earlier batches of the
-// update accumulated, into its bucket slot; when a bucket is full its all-reduce (SUM) starts
-// asynchronously while backward goes on. Buckets start strictly in index order, so every rank
-// issues the same collectives in the same order. finish() waits and writes the sums back into
-// every .grad. Each rank's loss is already divided by the token count of the whole update, so
-// the sum is exactly the single-process gradient.
+// Parameters are grouped as DDP groups them: c10d::compute_bucket_assignment_by_size fills flat
+// buckets in order of registration — the first at most 1 MB, the others train.bucket_mb — and the
+// bucket list is reversed, so that buckets go out in about the order backward completes them and
+// the last all-reduce, of the first-registered parameters, is a small one. The Reducer hooks
+// every parameter's gradient accumulator; in the backward that is armed with backward(), a full
+// bucket's all-reduce starts asynchronously while backward goes on, and when backward ends the
+// sums are in every .grad. The all-reduce is a SUM, not DDP's mean: each rank's loss is already
+// divided by the token count of the whole update, so the sum is the single-process gradient.
+// Earlier batches of an update (train.update_freq) run a plain backward and accumulate locally,
+// like DDP's no_sync. Until the move to PyTorch 2.11 stx bucketed by hand (LibTorch 1.13's headers
+// lacked a file the Reducer includes).
 #pragma once
 #include <torch/torch.h>
 
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "stx/parallel/world.h"
+
+namespace c10d {
+class Reducer;
+}
 
 namespace stx::parallel {
 
 class GradSync {
  public:
-  // `params`: the model's trainable parameters, in the same order on every rank.
-  GradSync(World& world, std::vector<torch::Tensor> params, double bucket_mb);
+  // `params`: the model's trainable parameters with their names, in the same order on every rank.
+  GradSync(World& world, std::vector<std::pair<std::string, torch::Tensor>> params, double bucket_mb);
+  ~GradSync();
 
-  // Before the backward whose gradients are to be summed over ranks (the update's last batch;
-  // earlier batches of train.update_freq accumulate locally, like DDP's no_sync).
-  void before_backward();
-  // After that backward: starts what is left, waits for every bucket, writes .grad.
-  void finish();
+  // The backward of the update's last batch: its gradients (plus what earlier batches
+  // accumulated) are summed over the ranks into every .grad. DistError when a peer fails.
+  void backward(const torch::Tensor& loss);
 
-  int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
+  int64_t buckets() const { return buckets_; }
   int64_t bytes() const { return bytes_; }  // gradient bytes all-reduced per update
 
  private:
-  struct Bucket {
-    std::vector<size_t> params;    // indices into params_
-    std::vector<int64_t> offsets;  // of each in flat
-    torch::Tensor flat;
-    size_t ready = 0;
-    c10::intrusive_ptr<c10d::Work> work;
-  };
-  void on_grad(size_t index, const torch::Tensor& grad);
-  void launch_ready();
-
   World& world_;
-  std::vector<torch::Tensor> params_;
-  std::vector<std::pair<size_t, size_t>> slot_;  // param → (bucket, position in the bucket)
-  std::vector<char> seen_;                       // param's gradient arrived in this backward
-  std::vector<Bucket> buckets_;
-  size_t next_launch_ = 0;
-  bool armed_ = false;
-  int64_t bytes_ = 0;
+  std::unique_ptr<c10d::Reducer> reducer_;
+  int64_t buckets_ = 0, bytes_ = 0;
 };
 
 // Overwrites every rank's tensors (parameters, buffers) with rank 0's: one flattened broadcast

@@ -65,8 +65,7 @@ int launch_local(const LaunchOptions& o) {
                                  "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=" + std::to_string(o.nproc),
                                  "MASTER_ADDR=127.0.0.1",           "MASTER_PORT=" + std::to_string(port)};
     if (!std::getenv("STX_THREADS"))  // the cores shared out, unless the user chose
-      env.insert(env.end(),
-                 {"STX_THREADS=" + std::to_string(threads), "OPENBLAS_NUM_THREADS=" + std::to_string(threads)});
+      env.insert(env.end(), {"STX_THREADS=" + std::to_string(threads)});
     workers.emplace_back(o.exe, o.args, r == 0 ? "" : log_of(r), env);
   }
 

@@ -97,6 +97,9 @@ World::World(const Env& env, std::chrono::milliseconds timeout, const torch::Dev
       auto opts = c10d::ProcessGroupNCCL::Options::create();
       opts->timeout = timeout;
       group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, opts);
+      process_group_ = c10::make_intrusive<c10d::ProcessGroup>(store, env.rank, env.world_size);
+      process_group_->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, group_);
+      process_group_->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
 #else
       throw InputError(
           "train.device cuda with several processes needs NCCL, which this build lacks (build against a CUDA PyTorch: "
@@ -112,6 +115,9 @@ World::World(const Env& env, std::chrono::milliseconds timeout, const torch::Dev
       else opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       opts->threads = 1;
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+      process_group_ = c10::make_intrusive<c10d::ProcessGroup>(store, env.rank, env.world_size);
+      process_group_->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, group_);
+      process_group_->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
     }
   } catch (const InputError&) {
     throw;

@@ -9,6 +9,7 @@
 #pragma once
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <chrono>
 #include <optional>
@@ -40,6 +41,8 @@ class World {
   int size() const { return env_.world_size; }
   bool is_main() const { return env_.rank == 0; }
   const c10::intrusive_ptr<c10d::Backend>& group() const { return group_; }
+  // The same backend as a c10d::ProcessGroup (what c10d's Reducer takes).
+  const c10::intrusive_ptr<c10d::ProcessGroup>& process_group() const { return process_group_; }
 
   // Collectives (blocking; DistError when a peer fails or the timeout passes).
   void all_reduce_sum(torch::Tensor& t);
@@ -49,7 +52,8 @@ class World {
 
  private:
   Env env_;
-  c10::intrusive_ptr<c10d::Backend> group_;  // c10d's backend itself (PyTorch ≥ 2: not a ProcessGroup)
+  c10::intrusive_ptr<c10d::Backend> group_;               // c10d's backend itself (PyTorch ≥ 2: not a ProcessGroup)
+  c10::intrusive_ptr<c10d::ProcessGroup> process_group_;  // wrapping group_ for its device type
 };
 
 }  // namespace stx::parallel

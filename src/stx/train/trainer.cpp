@@ -211,10 +211,10 @@ void Trainer::restore() {
     resume_from_.reset();  // its tensors are in the model and optimizer now
   }
   if (world_) {
-    std::vector<torch::Tensor> ps;
-    for (auto& p : model_->parameters())
-      if (p.requires_grad()) ps.push_back(p);
-    sync_ = std::make_unique<parallel::GradSync>(*world_, ps, cfg_.train.bucket_mb);
+    std::vector<std::pair<std::string, torch::Tensor>> ps;
+    for (auto& p : model_->named_parameters())
+      if (p.value().requires_grad()) ps.emplace_back(p.key(), p.value());
+    sync_ = std::make_unique<parallel::GradSync>(*world_, std::move(ps), cfg_.train.bucket_mb);
     if (main() && !o_.quiet)
       std::cerr << fmt::format(
           "data parallel: {} processes, {} batches of ≤ {} tokens per update, {} gradient bucket(s), "
@@ -335,15 +335,15 @@ void Trainer::forward_backward(const std::vector<Batch>& batches, UpdateSums& su
   step_->begin();
   for (size_t i = 0; i < batches.size(); ++i) {
     LossSums ls = step_->forward(batches[i]);
-    if (sync_ && i + 1 == batches.size()) sync_->before_backward();  // this backward all-reduces
-    (ls.loss / static_cast<double>(sums.tokens)).backward();
+    auto loss = ls.loss / static_cast<double>(sums.tokens);
+    if (sync_ && i + 1 == batches.size()) sync_->backward(loss);  // this backward all-reduces
+    else loss.backward();
     sums.loss += ls.loss.item<double>(), sums.nll += ls.nll.item<double>();
   }
 }
 
 // Data parallel: Σ over ranks of the gradients and loss sums, and whether any rank must stop.
 void Trainer::reduce(UpdateSums& sums) {
-  if (sync_) sync_->finish();
   if (!world_) return;
   auto s = torch::tensor({sums.loss, sums.nll, stop_signal() ? 1.0 : 0.0}, torch::kFloat64);
   world_->all_reduce_sum(s);
