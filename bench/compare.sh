@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/compare.sh — stx vs PyTorch 2.11 eager and torch.compile on the same model and training
 # step, back to back.
-#   bench/compare.sh [BUILD_DIR] [--quick] [--shapes d64-l24,d512-l6,d64-l1000] [--threads N] [--same-malloc]
+#   bench/compare.sh [BUILD_DIR] [--quick] [--shapes d64-l24,d512-l6,d64-l1000,demo] [--threads N] [--same-malloc]
+#                    [--peer-own-blas]
 # For each shape it runs `stx bench`, then bench/pytorch_eager.py eager and with --compile
 # (inductor; same steps, same threads, OMP_WAIT_POLICY=PASSIVE, denormals flushed in all) and prints
 #   shape: …   stx: X tokens/s   pytorch-eager: Y tokens/s   pytorch-compile: Z tokens/s
@@ -14,12 +15,17 @@
 # (stx/core/runtime.h); the peer runs as a user would run it, without them, unless
 # --same-malloc gives it the same GLIBC_TUNABLES. Threads: stx's default (one when tokens·d_model² < 2^24,
 # as at d64, else the physical cores; the peer gets the same number) unless
-# --threads N, which also sets OPENBLAS_NUM_THREADS=N for both (on a busy machine --threads 1
-# gives the steadiest ratios).
+# --threads N (on a busy machine --threads 1 gives the steadiest ratios).
+# BLAS: the peer runs on the BLAS that stx runs on (stx --version's BLAS line): with stx's default
+# OpenBLAS, PyTorch gets the same library through LD_PRELOAD (and OPENBLAS_NUM_THREADS = its
+# threads), so that the ratios compare the two programs, not two BLAS libraries — on this AMD
+# machine the wheel's MKL is up to 1.4x slower (docs/performance.md). --peer-own-blas leaves the
+# peer on its MKL, as a user would run it.
 # Shapes (batch x seq per step, steps timed after warm-up; --quick in brackets):
 #   d64-l24    configs/bench-d64-l24.yaml    4 x 64,  20 after 3  [5 after 1]   target ratio ≥ 2
 #   d512-l6    configs/bench-d512-l6.yaml    8 x 128, 10 after 2  [3 after 1]   target ratio ≥ 1.2, sgemm fraction ≥ 0.5
 #   d64-l1000  configs/bench-d64-l1000.yaml  4 x 64,   3 after 1  [1 after 1]   target ratio ≥ 5
+#   demo       configs/bench-demo.yaml       16 x 128, 10 after 2 [3 after 1]   (make demo's model)
 # The 1,000-layer PyTorch-eager step takes ~15–30 s here, hence its few steps.
 # JSON reports are kept in $STX_BENCH_OUT (default: a temporary folder, printed at the end).
 set -euo pipefail
@@ -27,18 +33,20 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
 QUICK=0
 SAME_MALLOC=0
+OWN_BLAS=0
 THREADS=0
-SHAPES="d64-l24,d512-l6,d64-l1000"
+SHAPES="d64-l24,d512-l6,d64-l1000,demo"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --same-malloc) SAME_MALLOC=1 ;;
+    --peer-own-blas) OWN_BLAS=1 ;;
     --threads) THREADS="$2"; shift ;;
     --threads=*) THREADS="${1#--threads=}" ;;
     --shapes) SHAPES="$2"; shift ;;
     --shapes=*) SHAPES="${1#--shapes=}" ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    -*) echo "compare.sh: unknown option $1 (allowed: --quick, --shapes LIST, --threads N, --same-malloc)" >&2; exit 2 ;;
+    -*) echo "compare.sh: unknown option $1 (allowed: --quick, --shapes LIST, --threads N, --same-malloc, --peer-own-blas)" >&2; exit 2 ;;
     *) BUILD="$1" ;;
   esac
   shift
@@ -47,8 +55,8 @@ done
 IFS=',' read -r -a LIST <<< "$SHAPES"
 for s in "${LIST[@]}"; do
   case "$s" in
-    d64-l24|d512-l6|d64-l1000) ;;
-    *) echo "compare.sh: unknown shape '$s' (allowed: d64-l24, d512-l6, d64-l1000)" >&2; exit 2 ;;
+    d64-l24|d512-l6|d64-l1000|demo) ;;
+    *) echo "compare.sh: unknown shape '$s' (allowed: d64-l24, d512-l6, d64-l1000, demo)" >&2; exit 2 ;;
   esac
 done
 PY=${STX_PYTHON:-$ROOT/.venv/bin/python3}
@@ -62,13 +70,21 @@ cp "$BUILD/stx" "$STX"
 export OMP_WAIT_POLICY=PASSIVE
 STX_THREADS=()
 if [[ $THREADS != 0 ]]; then
-  export OPENBLAS_NUM_THREADS=$THREADS
   STX_THREADS=(--threads "$THREADS")
 fi
-EAGER_ENV=()
+EAGER_ENV=(env)
 if [[ $SAME_MALLOC == 1 ]]; then
-  EAGER_ENV=(env GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296)
+  EAGER_ENV+=(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296)
 fi
+STX_BLAS_LINE=$("$STX" --version | sed -n 's/^BLAS: //p')
+PEER_BLAS="its own (MKL)"
+OPENBLAS_LIB=""
+if [[ $OWN_BLAS == 0 && $STX_BLAS_LINE == OpenBLAS* ]]; then
+  OPENBLAS_LIB=$(sed -n 's/.*(\(\/[^)]*\)).*/\1/p' <<< "$STX_BLAS_LINE" | head -1)
+  [[ -f $OPENBLAS_LIB ]] && PEER_BLAS="$OPENBLAS_LIB (LD_PRELOAD)" || OPENBLAS_LIB=""
+fi
+echo "stx's BLAS: $STX_BLAS_LINE"
+echo "peer's BLAS: $PEER_BLAS"
 
 field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
@@ -80,11 +96,13 @@ run_shape() {  # name batch seq steps warmup quick_steps quick_warmup
   "$STX" bench --config "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" --warmup "$warmup" "${STX_THREADS[@]}" \
     --json "$OUT/stx-$name.json" > "$OUT/stx-$name.txt"
   local threads; threads=$(field "$OUT/stx-$name.json" threads)
-  "${EAGER_ENV[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --config "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" \
+  local peer_env=("${EAGER_ENV[@]}")
+  [[ -n $OPENBLAS_LIB ]] && peer_env+=(LD_PRELOAD="$OPENBLAS_LIB" OPENBLAS_NUM_THREADS="$threads")
+  "${peer_env[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --config "$cfg" --batch "$batch" --seq "$seq" --steps "$steps" \
     --warmup "$warmup" --threads "$threads" --json "$OUT/eager-$name.json" > "$OUT/eager-$name.txt"
   local crc=0
   rm -f "$OUT/compile-$name.json"
-  timeout "$COMPILE_TIMEOUT" "${EAGER_ENV[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --compile --config "$cfg" --batch "$batch" \
+  timeout "$COMPILE_TIMEOUT" "${peer_env[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --compile --config "$cfg" --batch "$batch" \
     --seq "$seq" --steps "$steps" --warmup "$warmup" --threads "$threads" --json "$OUT/compile-$name.json" \
     > "$OUT/compile-$name.txt" 2>&1 || crc=$?
   "$PY" - "$OUT/stx-$name.json" "$OUT/eager-$name.json" "$name" "$OUT/compile-$name.json" "$crc" "$COMPILE_TIMEOUT" <<'PYEOF'
@@ -96,7 +114,7 @@ print(f"shape: {sys.argv[3]} (d_model {s['d_model']}, {s['layers']} layers, {s['
       f"{s['batch']}x{s['seq']} tokens/step, {s['threads']} threads)")
 print(f"stx: {s['tokens_per_s']:.1f} tokens/s  ({s['ms_per_step_mean']:.1f} ms/step, peak RSS {s['peak_rss_mb']:.0f} MB)")
 print(f"pytorch-eager: {e['tokens_per_s']:.1f} tokens/s  ({e['ms_per_step_mean']:.1f} ms/step, "
-      f"peak RSS {e['peak_rss_mb']:.0f} MB)")
+      f"peak RSS {e['peak_rss_mb']:.0f} MB, BLAS {e.get('blas', '?')})")
 if c:
     print(f"pytorch-compile: {c['tokens_per_s']:.1f} tokens/s  ({c['ms_per_step_mean']:.1f} ms/step, "
           f"peak RSS {c['peak_rss_mb']:.0f} MB; compile {c['compile_s']:.1f} s, not in the ratio)")
@@ -120,6 +138,7 @@ for s in "${LIST[@]}"; do
     d64-l24) run_shape d64-l24 4 64 20 3 5 1 ;;
     d512-l6) run_shape d512-l6 8 128 10 2 3 1 ;;
     d64-l1000) run_shape d64-l1000 4 64 3 1 1 1 ;;
+    demo) run_shape demo 16 128 10 2 3 1 ;;
   esac
 done
 echo "reports: $OUT"

@@ -44,6 +44,13 @@ TRAIN_DEFAULTS = dict(optimizer="adam", lr=5e-4, betas=[0.9, 0.98], eps=1e-8, we
                       label_smoothing=0.1, max_tokens=4096, seed=1)
 
 
+def mapped_blas():
+    """OpenBLAS when bench/compare.sh preloaded it (its sgemm_ then serves torch's products), else
+    the MKL linked inside libtorch_cpu.so."""
+    with open("/proc/self/maps") as f:
+        return "openblas" if any("openblas" in line for line in f) else "mkl"
+
+
 def physical_cores():
     cores, phys = set(), "0"
     try:
@@ -253,7 +260,7 @@ def main():
              steps=a.steps, ms_per_step_median=1e3 * statistics.median(times), ms_per_step_mean=1e3 * mean,
              ms_per_step_min=1e3 * min(times), cpu_ms_per_step=1e3 * cpu / n, ms_forward=1e3 * fwd / n, ms_backward=1e3 * bwd / n,
              ms_optimizer=1e3 * ost / n, tokens_per_s=tokens / mean, rss_before_mb=rss_before * 1.048576,
-             peak_rss_mb=peak * 1.048576, final_loss=loss.item(), torch=torch.__version__, peer=peer,
+             peak_rss_mb=peak * 1.048576, final_loss=loss.item(), torch=torch.__version__, peer=peer, blas=mapped_blas(),
              compile_s=max(0.0, first - mean) if a.compile else 0.0)
     print(f"config: {r['config']} ({m['scheme']}, {r['layers']} layers, d_model {r['d_model']}) [{peer}]")
     print(f"shape: {batch} x {seq} = {tokens} tokens/step")
