@@ -25,7 +25,7 @@ DEPS=${STX_DEPS:-gpu-deps}
 CMAKE_DEPS=()
 if [ -d "$DEPS/root/usr" ]; then
   DEPS=$(cd "$DEPS" && pwd)
-  CMAKE_DEPS=(-DCMAKE_PREFIX_PATH="$DEPS/root/usr")
+  CMAKE_DEPS=(-DCMAKE_PREFIX_PATH="$DEPS/root/usr" -DSTX_BLAS=mkl)  # no OpenBLAS there: LibTorch's MKL
   export LD_LIBRARY_PATH="$DEPS/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 PEAK_TFLOPS=${PEAK_TFLOPS:-989}  # dense bf16 of an H100/H200 SXM; set for other GPUs
