@@ -14,10 +14,12 @@
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/cross_entropy.h"
 #include "stx/kernels/dropout.h"
+#include "stx/kernels/fused_sublayer.h"
 #include "stx/kernels/kernels.h"
 #include "stx/kernels/residual_norm.h"
 #include "stx/kernels/vec_math.h"
 #include "stx/model/attention.h"
+#include "stx/model/layer.h"
 #include "stx/train/loss.h"
 #include "stx/train/optimizer.h"
 
@@ -28,7 +30,9 @@ using test::expect_close;
 
 // Restores the default kernels when a test ends.
 struct KernelsGuard {
-  ~KernelsGuard() { set_kernels(Kernels::Fused), set_attention_core(AttentionCore::Auto); }
+  ~KernelsGuard() {
+    set_kernels(Kernels::Fused), set_attention_core(AttentionCore::Auto), set_layer_path(LayerPath::Fused);
+  }
 };
 
 void seed_cpu(uint64_t s) {
@@ -212,6 +216,101 @@ TEST(Kernels, WholeModelLossAndGradientsMatch) {
     for (size_t i = 0; i < grads[0].size(); ++i)
       expect_close(grads[1][i], grads[0][i], 2e-5, test::name(arch) + " grad " + std::to_string(i));
   }
+}
+
+// The fused sub-layers (kernels/fused_sublayer.h) against the same model composed of its modules
+// (kernels = Fused for both: the same attention core and dropout streams), forward and every
+// parameter's gradient, with dropout and attention dropout on (the same seed: the same masks).
+TEST(Kernels, FusedSublayersEqualComposed) {
+  KernelsGuard guard;
+  struct Case {
+    Scheme scheme;
+    NormKind norm;
+    Activation act;
+    bool sigma;
+  };
+  const std::vector<Case> cases{{Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false},
+                                {Scheme::Pre, NormKind::LayerNorm, Activation::GELU, false},
+                                {Scheme::DeepNorm, NormKind::LayerNorm, Activation::GELU, false},
+                                {Scheme::Post, NormKind::RMSNorm, Activation::GELU, false},
+                                {Scheme::Pre, NormKind::RMSNorm, Activation::ReLU, true},
+                                {Scheme::LNScaling, NormKind::LayerNorm, Activation::GELU, false},
+                                {Scheme::DepthScaled, NormKind::LayerNorm, Activation::ReLU, false},
+                                {Scheme::MixLN, NormKind::LayerNorm, Activation::GELU, false}};
+  for (auto dt : {torch::kDouble, torch::kFloat})
+    for (const auto& c : cases)
+      for (double p : {0.0, 0.1}) {
+        SCOPED_TRACE(to_string(c.scheme) + "/" + to_string(c.norm) + (c.act == Activation::GELU ? "/gelu" : "/relu") +
+                     (c.sigma ? "/sigma" : "") + " dropout " + std::to_string(p) +
+                     (dt == torch::kDouble ? " float64" : " float32"));
+        auto m = test::tiny(Arch::Decoder, c.scheme, c.norm, c.sigma);
+        m.d_model = 16, m.n_heads = 2, m.d_ff = 24, m.decoder_layers = 4, m.activation = c.act;
+        m.dropout = p, m.attention_dropout = p;
+        Transformer model(m);
+        initialize(*model, 3);
+        model->to(dt);
+        model->train();
+        auto tgt = test::tokens(3, 7, m.vocab_size, 2);  // the last row ends in padding
+        std::vector<std::vector<torch::Tensor>> grads;
+        std::vector<torch::Tensor> logits;
+        std::vector<torch::Tensor> buffers;  // σReparam's u, v: each training forward iterates them
+        for (auto& b : model->buffers()) buffers.push_back(b.clone());
+        for (auto path : {LayerPath::Composed, LayerPath::Fused}) {
+          set_layer_path(path);
+          seed_cpu(5);
+          {
+            torch::NoGradGuard no_grad;
+            auto bs = model->buffers();
+            for (size_t i = 0; i < bs.size(); ++i) bs[i].copy_(buffers[i]);
+          }
+          model->zero_grad();
+          auto y = model->forward(torch::Tensor(), tgt);
+          (y * y).mean().backward();
+          logits.push_back(y.detach());
+          grads.emplace_back();
+          for (auto& q : model->parameters()) grads.back().push_back(q.grad().defined() ? q.grad().clone() : q.grad());
+        }
+        const double tol = dt == torch::kDouble ? 1e-12 : 2e-5;
+        expect_close(logits[1], logits[0], tol, "logits");
+        const auto names = model->named_parameters().keys();
+        for (size_t i = 0; i < grads[0].size(); ++i) {
+          ASSERT_EQ(grads[1][i].defined(), grads[0][i].defined()) << names[i];
+          if (grads[0][i].defined()) expect_close(grads[1][i], grads[0][i], tol, "grad " + names[i]);
+        }
+      }
+}
+
+// The fused path is taken where it should be, and the composed one where a scheme or a tap needs it.
+TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
+  KernelsGuard guard;
+  auto x = torch::randn({2, 5, 16});
+  EXPECT_TRUE(fused_sublayer_available(x, NormKind::LayerNorm));
+  EXPECT_TRUE(fused_sublayer_available(x, NormKind::RMSNorm));
+  EXPECT_FALSE(fused_sublayer_available(x, NormKind::DyT));
+  EXPECT_FALSE(fused_sublayer_available(x.to(torch::kHalf), NormKind::LayerNorm));
+  set_layer_path(LayerPath::Composed);
+  EXPECT_FALSE(fused_sublayer_available(x, NormKind::LayerNorm));
+  set_layer_path(LayerPath::Fused);
+  set_kernels(Kernels::Reference);
+  EXPECT_FALSE(fused_sublayer_available(x, NormKind::LayerNorm));
+  set_kernels(Kernels::Fused);
+  // The node that ends a layer: the FFN sub-layer's, or the composed path's last op.
+  auto last_node = [&](Scheme scheme, bool qk_norm, bool with_tap) {
+    auto m = test::tiny(Arch::Decoder, scheme);
+    m.d_model = 16, m.qk_norm = qk_norm;
+    Layer layer(m, /*causal=*/true, /*cross=*/false, 1.0, 0, 2);
+    auto in = torch::randn({2, 5, 16}).requires_grad_(true);
+    Taps taps({"input"});
+    auto y = layer->forward(in, {}, {}, {}, with_tap ? TapSite{&taps, "0."} : TapSite{});
+    return y.grad_fn()->name();
+  };
+  EXPECT_NE(last_node(Scheme::Post, false, false).find("FFNSublayer"), std::string::npos);
+  EXPECT_NE(last_node(Scheme::DeepNorm, false, false).find("FFNSublayer"), std::string::npos);
+  EXPECT_NE(last_node(Scheme::Pre, false, false).find("FFNSublayer"), std::string::npos);
+  EXPECT_EQ(last_node(Scheme::ReZero, false, false).find("FFNSublayer"), std::string::npos);
+  EXPECT_EQ(last_node(Scheme::PeriLN, false, false).find("FFNSublayer"), std::string::npos);
+  EXPECT_EQ(last_node(Scheme::Pre, true, false).find("FFNSublayer"), std::string::npos) << "QK-LayerNorm";
+  EXPECT_EQ(last_node(Scheme::Pre, false, true).find("FFNSublayer"), std::string::npos) << "a tap";
 }
 
 TEST(Kernels, CrossEntropyEqualsReference) {

@@ -40,7 +40,9 @@ void register_bench(Registry& reg) {
                   "physical cores)");
   sub->add_option(
       "--kernels", o->kernels,
-      "fused (default: stx's attention and dropout kernels) or reference (LibTorch ops), to measure the difference");
+      "fused (default: stx's kernels, each self-attention and FFN sub-layer one fused node where the scheme allows), "
+      "composed (stx's kernels, sub-layers composed of modules) or reference (LibTorch ops), to measure the "
+      "difference");
   sub->add_option(
       "--attention", o->attention,
       "auto (default: LibTorch's scaled_dot_product_attention on cuda, stx's core on the CPU), sdpa or stx");
@@ -57,8 +59,8 @@ void register_bench(Registry& reg) {
     };
     at_least("--batch", o->batch, 1), at_least("--seq", o->seq, 1), at_least("--steps", o->steps, 1);
     at_least("--warmup", o->warmup, 0), at_least("--threads", o->threads, 1);
-    if (o->kernels != "fused" && o->kernels != "reference")
-      throw InputError("--kernels " + o->kernels + " is not allowed (fused or reference)");
+    if (o->kernels != "fused" && o->kernels != "composed" && o->kernels != "reference")
+      throw InputError("--kernels " + o->kernels + " is not allowed (fused, composed or reference)");
     if (o->attention != "auto" && o->attention != "sdpa" && o->attention != "stx")
       throw InputError("--attention " + o->attention + " is not allowed (auto, sdpa or stx)");
     set_attention_core(o->attention == "sdpa"  ? AttentionCore::Sdpa
@@ -66,6 +68,7 @@ void register_bench(Registry& reg) {
                                                : AttentionCore::Auto);
     bench::StepBenchOptions b;
     b.reference_kernels = o->kernels == "reference";
+    b.composed_layers = o->kernels == "composed";
     b.profile = o->profile;
     b.config = resolve_config(o->cfg.config, o->cfg.overrides);
     auto slash = o->cfg.config.find_last_of('/');

@@ -100,7 +100,8 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   else use_default_threads(m.d_model, r.tokens_per_step);
   r.threads = at::get_num_threads();
   set_kernels(o.reference_kernels ? Kernels::Reference : Kernels::Fused);
-  r.kernels = o.reference_kernels ? "reference" : "fused";
+  set_layer_path(o.composed_layers ? LayerPath::Composed : LayerPath::Fused);
+  r.kernels = o.reference_kernels ? "reference" : o.composed_layers ? "composed" : "fused";
   const auto device = resolve_device(to_string(cfg.train.device));
   r.device = device.str();
   r.rss_before_mb = current_rss_mb();

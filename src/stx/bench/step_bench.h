@@ -28,11 +28,12 @@ struct StepBenchOptions {
   int threads = 0;                 // ≤ 0: STX_THREADS if set, else default_threads (core/runtime.h)
   std::string profile;             // non-empty: a Chrome trace of kProfiledSteps more steps (LibTorch's profiler)
   bool reference_kernels = false;  // LibTorch ops instead of stx's fused kernels (kernels/kernels.h)
+  bool composed_layers = false;    // stx's kernels, but layers composed of modules (no fused sub-layers)
 };
 
 struct StepBenchResult {
   std::string name, device, scheme, arch;
-  std::string kernels = "fused";  // "fused" or "reference" (kernels/kernels.h)
+  std::string kernels = "fused";  // "fused", "composed" or "reference" (kernels/kernels.h)
   bool checkpoint_activations = false;
   int64_t batch = 0, seq = 0, tokens_per_step = 0, steps = 0, warmup = 0, layers = 0, d_model = 0, threads = 0;
   int64_t parameters = 0;

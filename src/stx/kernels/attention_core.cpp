@@ -60,7 +60,9 @@ torch::Tensor addressable(const torch::Tensor& t) { return t.stride(2) == 1 ? t 
 
 // "None" crosses Function::apply as a [0] tensor (LibTorch 1.13 rejects undefined ones).
 torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
-torch::Tensor unpack(const torch::Tensor& t) { return t.dim() == 1 && t.numel() == 0 ? torch::Tensor() : t; }
+torch::Tensor unpack(const torch::Tensor& t) {
+  return !t.defined() || (t.dim() == 1 && t.numel() == 0) ? torch::Tensor() : t;
+}
 
 // Row i of head (b, h) sees keys j < limit(i) (causal: j ≤ i) that are not padding.
 inline int64_t visible_limit(bool causal, int64_t i, int64_t Tk) { return causal ? std::min(i + 1, Tk) : Tk; }
@@ -124,125 +126,155 @@ void each_head(int64_t B, int64_t H, const F& f) {
   for (int64_t i = 0; i < B * H; ++i) f(i / H, i % H);
 }
 
+// The forward pass on addressable q, k, v (packed: k, v undefined): returns out [B, Tq, d] and
+// fills `saved` (P, the dropout noise, the blind rows).
+torch::Tensor core_forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           torch::Tensor key_pad, int64_t heads, bool causal, double p, AttentionCoreSaved& saved) {
+  const bool packed = !k.defined();
+  const auto& kv = packed ? q : k;
+  const int64_t B = q.size(0), Tq = q.size(1), Tk = kv.size(1);
+  const int64_t d = packed ? q.size(2) / 3 : q.size(2), dh = d / heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  torch::Tensor keep, key_bias;  // [B, Tk]: 1 / 0 and 0 / −inf at visible / padded keys
+  if (key_pad.defined() && !key_pad.any().item<bool>()) key_pad = torch::Tensor();  // nothing padded
+  if (key_pad.defined()) {
+    const auto pad = key_pad.to(torch::kBool);
+    keep = pad.logical_not().to(q.scalar_type()).contiguous();
+    key_bias = torch::zeros_like(keep).masked_fill_(pad, -std::numeric_limits<double>::infinity());
+  }
+
+  auto S = torch::empty({B, heads, Tq, Tk}, q.options());
+  auto out = torch::empty({B, Tq, d}, q.options());
+  torch::Tensor noise;
+  std::vector<std::vector<int64_t>> blind_of(B * heads);  // per head, merged in order below
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core", [&] {
+    using T = scalar_t;
+    const auto in = qkv_heads<T>(q, k, v, packed, d, dh);
+    const auto Q = in.q, K = in.k, V = in.v, O = heads_of<T>(out, 0, dh);
+    T* s = S.data_ptr<T>();
+    const T* kp = keep.defined() ? keep.data_ptr<T>() : nullptr;
+    const T* bp = keep.defined() ? key_bias.data_ptr<T>() : nullptr;
+    // Without dropout each head goes S → P → out while its scores are in cache.
+    each_head(B, heads, [&](int64_t b, int64_t h) {
+      const int64_t head = b * heads + h;
+      T* sh = s + head * Tq * Tk;
+      std::vector<T> shifted(kp ? Tk : 0);
+      gemm(false, true, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, T(0), sh, Tk);  // q_h k_hᵀ/√d_h
+      softmax_head<T>(sh, Tq, Tk, causal, kp ? kp + b * Tk : nullptr, bp ? bp + b * Tk : nullptr, shifted.data(),
+                      head * Tq, blind_of[head]);
+      if (p == 0) gemm(false, false, Tq, dh, Tk, T(1), sh, Tk, V.at(b, h), V.ld, T(0), O.at(b, h), O.ld);  // P v_h
+    });
+    if (p > 0) {  // as torch::dropout draws it (same generator calls, same mask), then D v_h
+      noise = torch::empty_like(S).bernoulli_(1 - p);
+      noise.div_(1 - p);
+      const auto D = S * noise;
+      const T* dp = D.data_ptr<T>();
+      each_head(B, heads, [&](int64_t b, int64_t h) {
+        gemm(false, false, Tq, dh, Tk, T(1), dp + (b * heads + h) * Tq * Tk, Tk, V.at(b, h), V.ld, T(0), O.at(b, h),
+             O.ld);
+      });
+    }
+  });
+  std::vector<int64_t> blind;
+  for (const auto& v : blind_of) blind.insert(blind.end(), v.begin(), v.end());
+  saved.probs = S;
+  saved.noise = noise;
+  saved.blind = torch::tensor(blind, torch::kLong);
+  return out;
+}
+
+// The backward pass: dq (and dk, dv unless packed) from dout, with the state of core_forward.
+void core_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                   const AttentionCoreSaved& saved, int64_t heads, bool causal, const torch::Tensor& dout_in,
+                   torch::Tensor& dq, torch::Tensor& dk, torch::Tensor& dv) {
+  const auto& P = saved.probs;
+  const auto& noise = saved.noise;
+  const bool packed = !k.defined();
+  const auto& kv = packed ? q : k;
+  const int64_t B = q.size(0), Tq = q.size(1), Tk = kv.size(1);
+  const int64_t d = packed ? q.size(2) / 3 : q.size(2), dh = d / heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const auto dout = dout_in.contiguous();
+
+  dq = torch::empty_like(q, at::MemoryFormat::Contiguous);
+  if (!packed)
+    dk = torch::empty_like(k, at::MemoryFormat::Contiguous), dv = torch::empty_like(v, at::MemoryFormat::Contiguous);
+  auto dD = torch::empty_like(P);
+  const auto& blind = saved.blind;  // sorted row indices
+  const int64_t* blind_begin = blind.data_ptr<int64_t>();
+  const int64_t* blind_end = blind_begin + blind.numel();
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_backward", [&] {
+    using T = scalar_t;
+    const auto in = qkv_heads<T>(q, k, v, packed, d, dh), grad = qkv_heads<T>(dq, dk, dv, packed, d, dh);
+    const auto Q = in.q, K = in.k, V = in.v, dQ = grad.q, dK = grad.k, dV = grad.v;
+    const auto dO = heads_of<T>(dout, 0, dh);
+    const T* pp = P.data_ptr<T>();
+    const T* np = noise.defined() ? noise.data_ptr<T>() : nullptr;
+    T* ddp = dD.data_ptr<T>();
+    each_head(B, heads, [&](int64_t b, int64_t h) {
+      const int64_t head = b * heads + h, off = head * Tq * Tk, n = Tq * Tk;
+      std::vector<T> dropped(np ? n : 0);  // D = P ∘ mask/(1 − p)
+      const T* Dh = pp + off;
+      if (np) {
+        for (int64_t j = 0; j < n; ++j) dropped[j] = pp[off + j] * np[off + j];
+        Dh = dropped.data();
+      }
+      T* g = ddp + off;
+      gemm(false, true, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, T(0), g, Tk);     // dD
+      gemm(true, false, Tk, dh, Tq, T(1), Dh, Tk, dO.at(b, h), dO.ld, T(0), dV.at(b, h), dV.ld);  // dv
+      if (np)
+        for (int64_t j = 0; j < n; ++j) g[j] *= np[off + j];  // dP
+      const int64_t row0 = head * Tq;
+      softmax_backward_head<T>(g, pp + off, Tq, Tk, causal, std::lower_bound(blind_begin, blind_end, row0),
+                               std::lower_bound(blind_begin, blind_end, row0 + Tq), row0);          // dS
+      gemm(false, false, Tq, dh, Tk, T(scale), g, Tk, K.at(b, h), K.ld, T(0), dQ.at(b, h), dQ.ld);  // dq
+      gemm(true, false, Tk, dh, Tq, T(scale), g, Tk, Q.at(b, h), Q.ld, T(0), dK.at(b, h), dK.ld);   // dk
+    });
+  });
+}
+
 class AttentionCore : public torch::autograd::Function<AttentionCore> {
  public:
   // Packed (self-attention on [B, T, 3d]): k and v travel as [0] tensors.
   static variable_list forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v,
                                torch::Tensor key_pad, int64_t heads, bool causal, double p) {
-    const bool packed = !unpack(k).defined();
+    k = unpack(k), v = unpack(v);
     q = addressable(q);
-    if (!packed) k = addressable(k), v = addressable(v);
-    const auto& kv = packed ? q : k;
-    const int64_t B = q.size(0), Tq = q.size(1), Tk = kv.size(1);
-    const int64_t d = packed ? q.size(2) / 3 : q.size(2), dh = d / heads;
-    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-    key_pad = unpack(key_pad);
-    torch::Tensor keep, key_bias;  // [B, Tk]: 1 / 0 and 0 / −inf at visible / padded keys
-    if (key_pad.defined() && !key_pad.any().item<bool>()) key_pad = torch::Tensor();  // nothing padded
-    if (key_pad.defined()) {
-      const auto pad = key_pad.to(torch::kBool);
-      keep = pad.logical_not().to(q.scalar_type()).contiguous();
-      key_bias = torch::zeros_like(keep).masked_fill_(pad, -std::numeric_limits<double>::infinity());
-    }
-
-    auto S = torch::empty({B, heads, Tq, Tk}, q.options());
-    auto out = torch::empty({B, Tq, d}, q.options());
-    torch::Tensor noise;
-    std::vector<std::vector<int64_t>> blind_of(B * heads);  // per head, merged in order below
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core", [&] {
-      using T = scalar_t;
-      const auto in = qkv_heads<T>(q, k, v, packed, d, dh);
-      const auto Q = in.q, K = in.k, V = in.v, O = heads_of<T>(out, 0, dh);
-      T* s = S.data_ptr<T>();
-      const T* kp = keep.defined() ? keep.data_ptr<T>() : nullptr;
-      const T* bp = keep.defined() ? key_bias.data_ptr<T>() : nullptr;
-      // Without dropout each head goes S → P → out while its scores are in cache.
-      each_head(B, heads, [&](int64_t b, int64_t h) {
-        const int64_t head = b * heads + h;
-        T* sh = s + head * Tq * Tk;
-        std::vector<T> shifted(kp ? Tk : 0);
-        gemm(false, true, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, T(0), sh, Tk);  // q_h k_hᵀ/√d_h
-        softmax_head<T>(sh, Tq, Tk, causal, kp ? kp + b * Tk : nullptr, bp ? bp + b * Tk : nullptr, shifted.data(),
-                        head * Tq, blind_of[head]);
-        if (p == 0) gemm(false, false, Tq, dh, Tk, T(1), sh, Tk, V.at(b, h), V.ld, T(0), O.at(b, h), O.ld);  // P v_h
-      });
-      if (p > 0) {  // as torch::dropout draws it (same generator calls, same mask), then D v_h
-        noise = torch::empty_like(S).bernoulli_(1 - p);
-        noise.div_(1 - p);
-        const auto D = S * noise;
-        const T* dp = D.data_ptr<T>();
-        each_head(B, heads, [&](int64_t b, int64_t h) {
-          gemm(false, false, Tq, dh, Tk, T(1), dp + (b * heads + h) * Tq * Tk, Tk, V.at(b, h), V.ld, T(0), O.at(b, h),
-               O.ld);
-        });
-      }
-    });
-    const auto& P = S;
-    std::vector<int64_t> blind;
-    for (const auto& v : blind_of) blind.insert(blind.end(), v.begin(), v.end());
-    ctx->save_for_backward({q, pack(k), pack(v), P, pack(noise)});
+    if (k.defined()) k = addressable(k), v = addressable(v);
+    AttentionCoreSaved saved;
+    auto out = core_forward(q, k, v, unpack(key_pad), heads, causal, p, saved);
+    ctx->save_for_backward({q, pack(k), pack(v), saved.probs, pack(saved.noise)});
     ctx->saved_data["heads"] = heads;
-    ctx->saved_data["blind"] = torch::tensor(blind, torch::kLong);
+    ctx->saved_data["blind"] = saved.blind;
     ctx->saved_data["causal"] = causal;
-    ctx->mark_non_differentiable({P});
-    return {out, P};
+    ctx->mark_non_differentiable({saved.probs});
+    return {out, saved.probs};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
-    const auto saved = ctx->get_saved_variables();
-    const auto& q = saved[0];
-    const auto k = unpack(saved[1]), v = unpack(saved[2]);
-    const auto& P = saved[3];
-    const auto noise = unpack(saved[4]);
-    const int64_t heads = ctx->saved_data["heads"].toInt();
-    const bool packed = !k.defined();
-    const auto& kv = packed ? q : k;
-    const int64_t B = q.size(0), Tq = q.size(1), Tk = kv.size(1);
-    const int64_t d = packed ? q.size(2) / 3 : q.size(2), dh = d / heads;
-    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-    const auto dout = grad_out[0].contiguous();
-
-    torch::Tensor dq = torch::empty_like(q, at::MemoryFormat::Contiguous), dk, dv;
-    if (!packed)
-      dk = torch::empty_like(k, at::MemoryFormat::Contiguous), dv = torch::empty_like(v, at::MemoryFormat::Contiguous);
-    auto dD = torch::empty_like(P);
-    const auto blind = ctx->saved_data["blind"].toTensor();  // sorted row indices
-    const int64_t* blind_begin = blind.data_ptr<int64_t>();
-    const int64_t* blind_end = blind_begin + blind.numel();
-    const bool causal = ctx->saved_data["causal"].toBool();
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core_backward", [&] {
-      using T = scalar_t;
-      const auto in = qkv_heads<T>(q, k, v, packed, d, dh), grad = qkv_heads<T>(dq, dk, dv, packed, d, dh);
-      const auto Q = in.q, K = in.k, V = in.v, dQ = grad.q, dK = grad.k, dV = grad.v;
-      const auto dO = heads_of<T>(dout, 0, dh);
-      const T* pp = P.data_ptr<T>();
-      const T* np = noise.defined() ? noise.data_ptr<T>() : nullptr;
-      T* ddp = dD.data_ptr<T>();
-      each_head(B, heads, [&](int64_t b, int64_t h) {
-        const int64_t head = b * heads + h, off = head * Tq * Tk, n = Tq * Tk;
-        std::vector<T> dropped(np ? n : 0);  // D = P ∘ mask/(1 − p)
-        const T* Dh = pp + off;
-        if (np) {
-          for (int64_t j = 0; j < n; ++j) dropped[j] = pp[off + j] * np[off + j];
-          Dh = dropped.data();
-        }
-        T* g = ddp + off;
-        gemm(false, true, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, T(0), g, Tk);     // dD
-        gemm(true, false, Tk, dh, Tq, T(1), Dh, Tk, dO.at(b, h), dO.ld, T(0), dV.at(b, h), dV.ld);  // dv
-        if (np)
-          for (int64_t j = 0; j < n; ++j) g[j] *= np[off + j];  // dP
-        const int64_t row0 = head * Tq;
-        softmax_backward_head<T>(g, pp + off, Tq, Tk, causal, std::lower_bound(blind_begin, blind_end, row0),
-                                 std::lower_bound(blind_begin, blind_end, row0 + Tq), row0);          // dS
-        gemm(false, false, Tq, dh, Tk, T(scale), g, Tk, K.at(b, h), K.ld, T(0), dQ.at(b, h), dQ.ld);  // dq
-        gemm(true, false, Tk, dh, Tq, T(scale), g, Tk, Q.at(b, h), Q.ld, T(0), dK.at(b, h), dK.ld);   // dk
-      });
-    });
+    const auto s = ctx->get_saved_variables();
+    const auto k = unpack(s[1]), v = unpack(s[2]);
+    const AttentionCoreSaved saved{s[3], unpack(s[4]), ctx->saved_data["blind"].toTensor()};
+    torch::Tensor dq, dk, dv;
+    core_backward(s[0], k, v, saved, ctx->saved_data["heads"].toInt(), ctx->saved_data["causal"].toBool(), grad_out[0],
+                  dq, dk, dv);
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
+
+torch::Tensor attention_core_packed_forward(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads,
+                                            bool causal, double dropout, AttentionCoreSaved& saved) {
+  return core_forward(addressable(qkv), {}, {}, key_pad, heads, causal, dropout, saved);
+}
+
+torch::Tensor attention_core_packed_backward(const torch::Tensor& qkv, const AttentionCoreSaved& saved, int64_t heads,
+                                             bool causal, const torch::Tensor& dout) {
+  torch::Tensor dq, dk, dv;
+  core_backward(addressable(qkv), {}, {}, saved, heads, causal, dout, dq, dk, dv);
+  return dq;
+}
 
 torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& key_pad, int64_t heads, bool causal, double dropout,
@@ -267,6 +299,14 @@ torch::Tensor attention_core(const torch::Tensor&, const torch::Tensor&, const t
 }
 torch::Tensor attention_core_packed(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double, torch::Tensor*) {
   TORCH_CHECK(false, "attention_core_packed: stx was built without BLAS (kernels/blas.h)");
+}
+torch::Tensor attention_core_packed_forward(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double,
+                                            AttentionCoreSaved&) {
+  TORCH_CHECK(false, "attention_core_packed_forward: stx was built without BLAS (kernels/blas.h)");
+}
+torch::Tensor attention_core_packed_backward(const torch::Tensor&, const AttentionCoreSaved&, int64_t, bool,
+                                             const torch::Tensor&) {
+  TORCH_CHECK(false, "attention_core_packed_backward: stx was built without BLAS (kernels/blas.h)");
 }
 
 #endif

@@ -31,4 +31,16 @@ torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, con
 torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                     double dropout, torch::Tensor* probs = nullptr);
 
+// The same core without an autograd node, for a caller that is itself one (fused_sublayer.h).
+// `saved` keeps what the backward pass needs: P [B, H, Tq, Tk], the dropout noise (undefined at
+// p = 0) and the rows that see no key.
+struct AttentionCoreSaved {
+  torch::Tensor probs, noise, blind;
+};
+torch::Tensor attention_core_packed_forward(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads,
+                                            bool causal, double dropout, AttentionCoreSaved& saved);
+// d(qkv) [B, T, 3d] from dout [B, T, d].
+torch::Tensor attention_core_packed_backward(const torch::Tensor& qkv, const AttentionCoreSaved& saved, int64_t heads,
+                                             bool causal, const torch::Tensor& dout);
+
 }  // namespace stx

@@ -58,12 +58,7 @@ torch::Tensor masked(const torch::Tensor& in, uint64_t seed, double p) {
 class Dropout : public torch::autograd::Function<Dropout> {
  public:
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, double p) {
-    auto gen = at::globalContext().defaultGenerator(at::kCPU);
-    uint64_t seed;
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      seed = gen.get<at::CPUGeneratorImpl>()->random64();
-    }
+    const uint64_t seed = dropout_seed();
     ctx->saved_data["seed"] = static_cast<int64_t>(seed);
     ctx->saved_data["p"] = p;
     return {masked(x, seed, p)};
@@ -75,6 +70,20 @@ class Dropout : public torch::autograd::Function<Dropout> {
 };
 
 }  // namespace
+
+uint64_t dropout_seed() {
+  auto gen = at::globalContext().defaultGenerator(at::kCPU);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get<at::CPUGeneratorImpl>()->random64();
+}
+
+void dropout_apply_(torch::Tensor& x, uint64_t seed, double p) {
+  TORCH_CHECK(x.is_contiguous(), "dropout_apply_: contiguous tensor expected");
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "stx_dropout_", [&] {
+    const auto scale = static_cast<scalar_t>(scalar_t(1) / static_cast<scalar_t>(1 - p));
+    apply_mask<scalar_t>(x.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), x.numel(), seed, threshold_of(p), scale);
+  });
+}
 
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0) return x;

@@ -13,4 +13,10 @@ namespace stx {
 
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
 
+// For a caller that is itself one autograd node (fused_sublayer.h): the seed one dropout draws,
+// and its mask applied in place to a contiguous float32/float64 tensor — forward on the branch,
+// backward on its gradient — equal to dropout() on the same element order.
+uint64_t dropout_seed();
+void dropout_apply_(torch::Tensor& x, uint64_t seed, double p);
+
 }  // namespace stx

@@ -5,49 +5,13 @@
 #include <cmath>
 
 #include "stx/kernels/kernels.h"
-#include "stx/kernels/target_clones.h"
-#include "stx/kernels/vec_math.h"
+#include "stx/kernels/norm_rows.h"
 
 namespace stx {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// Rows [lo, hi): s = αx + g, ŝ, r and y.
-template <typename T>
-STX_CLONES void forward_rows(const T* x, const T* g, T* xhat, T* rstd, T* y, const T* w, const T* b, int64_t d,
-                             int64_t lo, int64_t hi, T alpha, T eps, bool centered) {
-  for (int64_t n = lo; n < hi; ++n) {
-    const T *xr = x + n * d, *gr = g + n * d;
-    T* s = xhat + n * d;
-    for (int64_t j = 0; j < d; ++j) s[j] = alpha * xr[j] + gr[j];
-    if (centered) {
-      const T mean = vec::sum(s, d) / T(d);
-      for (int64_t j = 0; j < d; ++j) s[j] -= mean;
-    }
-    const T r = T(1) / std::sqrt(vec::dot(s, s, d) / T(d) + eps);
-    rstd[n] = r;
-    T* yr = y + n * d;
-    for (int64_t j = 0; j < d; ++j) {
-      s[j] *= r;
-      yr[j] = b ? s[j] * w[j] + b[j] : s[j] * w[j];
-    }
-  }
-}
-
-// Rows [lo, hi): ds (written to dg) from dy.
-template <typename T>
-STX_CLONES void backward_rows(const T* dy, const T* xhat, const T* rstd, const T* w, T* ds, int64_t d, int64_t lo,
-                              int64_t hi, bool centered) {
-  for (int64_t n = lo; n < hi; ++n) {
-    const T *dyr = dy + n * d, *xr = xhat + n * d;
-    T* o = ds + n * d;
-    for (int64_t j = 0; j < d; ++j) o[j] = dyr[j] * w[j];  // u
-    const T mu = centered ? vec::sum(o, d) / T(d) : T(0), mux = vec::dot(o, xr, d) / T(d), r = rstd[n];
-    for (int64_t j = 0; j < d; ++j) o[j] = r * (o[j] - mu - xr[j] * mux);
-  }
-}
 
 class ResidualNorm : public torch::autograd::Function<ResidualNorm> {
  public:

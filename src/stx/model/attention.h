@@ -31,6 +31,10 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward_step(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
                              torch::Tensor& k, torch::Tensor& v);
 
+  // Neither QK-LayerNorm, nor soft-capping, nor Sub-LN's inner norm: the fused sub-layer's case.
+  bool plain() const { return !q_norm && !inner_attn_ln && softcap_ == 0; }
+  double attention_dropout() const { return attention_dropout_; }
+
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
   Norm q_norm{nullptr}, k_norm{nullptr};  // QK-LayerNorm only
   Norm inner_attn_ln{nullptr};            // Sub-LN only

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "stx/kernels/fused_sublayer.h"
+#include "stx/kernels/kernels.h"
+
 namespace stx {
 
 namespace {
@@ -52,6 +55,8 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
     if (cross) encoder_attn_skip = register_parameter(cross_skip_name_, torch::ones({d}));
     ffn_skip = register_parameter(ffn_skip_name_, torch::ones({d}));
   }
+  fusable_ = !peri && !subln && !cross && cfg.scheme != Scheme::NormFormer && cfg.scheme != Scheme::Admin &&
+             cfg.scheme != Scheme::ReZero && cfg.scheme != Scheme::LayerScale && self_attn->plain();
   if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
     self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
     if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
@@ -110,8 +115,45 @@ SubLayer LayerImpl::sub(Which w) {
   return {final_layer_norm, kFFNNorm};
 }
 
+bool LayerImpl::use_fused(const torch::Tensor& x, const TapSite& tap) const {
+  return fusable_ && !tap.taps && !admin_profile && attention_core_choice() != AttentionCore::Sdpa &&
+         fused_sublayer_available(x, self_attn_layer_norm->kind()) &&
+         final_layer_norm->kind() == self_attn_layer_norm->kind();
+}
+
+namespace {
+FusedJoin join_of(const ResidualSpec& spec, const Norm& norm, bool training) {
+  FusedJoin j;
+  j.pre = !spec.post_style;
+  j.centered = norm->kind() == NormKind::LayerNorm;
+  j.eps = norm->eps();
+  j.alpha = spec.alpha;
+  j.norm_scale = spec.norm_scale;
+  j.branch_scale = spec.branch_scale;
+  j.dropout = training ? spec.dropout : 0.0;
+  return j;
+}
+}  // namespace
+
+torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad) {
+  auto& a = *self_attn;
+  const auto& n = self_attn_layer_norm;
+  return fused_attention_sublayer(x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0,
+                                  join_of(spec_, n, is_training()), n->weight, n->bias, a.q_proj->step_weight(),
+                                  a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias, a.k_proj->bias,
+                                  a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
+}
+
+torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
+  auto& f = *ffn;
+  const auto& n = final_layer_norm;
+  return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, n, is_training()), n->weight, n->bias, f.fc1->step_weight(),
+                            f.fc1->bias, f.fc2->step_weight(), f.fc2->bias);
+}
+
 torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& self_pad, const torch::Tensor& memory,
                                  const torch::Tensor& memory_pad, const TapSite& tap) {
+  if (use_fused(x0, tap)) return fused_ffn(fused_self_attn(x0, self_pad));
   const bool pre = !spec_.post_style;
   tap("input", x0);
   auto x = residual(

@@ -53,7 +53,15 @@ class LayerImpl : public torch::nn::Module {
   SubLayer sub(Which w);
   torch::Tensor self_attn_out(const torch::Tensor& a);  // NormFormer's c_attn and attn_ln
 
+  // The fused sub-layers (kernels/fused_sublayer.h) for self-attention and FFN: when the scheme's
+  // join has no gains, skip weights or output norms, the attention is plain, and no tap or Admin
+  // profile watches the intermediate points.
+  bool use_fused(const torch::Tensor& x, const TapSite& tap) const;
+  torch::Tensor fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad);
+  torch::Tensor fused_ffn(const torch::Tensor& x);
+
   ResidualSpec spec_;
+  bool fusable_ = false;
   bool causal_;
   double gain_init_ = 0.0;
   int64_t l_ = 0, heads_ = 1;

@@ -1,0 +1,421 @@
+#include "stx/kernels/fused_sublayer.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <vector>
+
+#include "stx/kernels/attention_core.h"
+#include "stx/kernels/blas.h"
+#include "stx/kernels/dropout.h"
+#include "stx/kernels/kernels.h"
+#include "stx/kernels/norm_rows.h"
+#include "stx/kernels/target_clones.h"
+#include "stx/kernels/vec_math.h"
+
+namespace stx {
+
+bool fused_sublayer_available(const torch::Tensor& x, NormKind kind) {
+#ifdef STX_HAVE_BLAS
+  return kernels() == Kernels::Fused && layer_path() == LayerPath::Fused && x.device().is_cpu() &&
+         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble) &&
+         (kind == NormKind::LayerNorm || kind == NormKind::RMSNorm);
+#else
+  (void)x, (void)kind;
+  return false;
+#endif
+}
+
+#ifdef STX_HAVE_BLAS
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// "None" crosses Function::apply as a [0] tensor, as in attention_core.cpp.
+torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
+torch::Tensor unpack(const torch::Tensor& t) {
+  return !t.defined() || (t.dim() == 1 && t.numel() == 0) ? torch::Tensor() : t;
+}
+template <typename T>
+T* ptr(const torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+constexpr int64_t kRowGrain = 16384;  // elements per parallel_for chunk, as residual_norm.cpp
+
+// y [N, out] = x [N, in] · Wᵀ + b (b null: none): the bias is written first and the product added
+// to it, as addmm does.
+template <typename T>
+void linear_forward(const T* x, int64_t N, int64_t in, const T* W, const T* b, int64_t out, T* y) {
+  if (b)
+    for (int64_t n = 0; n < N; ++n) std::copy(b, b + out, y + n * out);
+  blas::gemm(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
+}
+
+// out[j] = Σ_n a[n, j] (· b[n, j] when b is given), accumulated in double.
+template <typename T>
+STX_CLONES void column_sums(const T* a, const T* b, int64_t N, int64_t d, T* out) {
+  std::vector<double> acc(d, 0.0);
+  for (int64_t n = 0; n < N; ++n) {
+    const T *ar = a + n * d, *br = b ? b + n * d : nullptr;
+    if (br)
+      for (int64_t j = 0; j < d; ++j) acc[j] += static_cast<double>(ar[j] * br[j]);
+    else
+      for (int64_t j = 0; j < d; ++j) acc[j] += static_cast<double>(ar[j]);
+  }
+  for (int64_t j = 0; j < d; ++j) out[j] = static_cast<T>(acc[j]);
+}
+
+// The backward of linear_forward for dy [N, out]: dW = dyᵀ x, db = Σ dy (db null: none) and
+// dx = dy W + beta·dx (dx null: none).
+template <typename T>
+void linear_backward(const T* dy, const T* x, const T* W, int64_t N, int64_t in, int64_t out, T* dW, T* db, T* dx,
+                     T beta) {
+  blas::gemm(true, false, out, in, N, T(1), dy, out, x, in, T(0), dW, in);
+  if (db) column_sums<T>(dy, nullptr, N, out, db);
+  if (dx) blas::gemm(false, false, N, in, out, T(1), dy, out, W, in, beta, dx, in);
+}
+
+// GELU, erf form: gelu(z) = z·Φ(z), Φ(z) = ½(1 + erf(z/√2)); gelu'(z) = Φ(z) + z·φ(z). float32
+// uses Abramowitz & Stegun 7.1.26 for erf (|error| ≤ 1.5e-7, the formula LibTorch's vectorized
+// erf uses), erf(u) = 1 − t·P(t)·e^{−u²} with t = 1/(1 + p|u|), taking e^{−u²} from the caller;
+// float64 uses libm.
+inline float erf_with_exp(float u, float e) {
+  const float t = 1.0f / (1.0f + 0.3275911f * std::abs(u));
+  const float poly =
+      ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
+  const float r = 1.0f - poly * e;
+  return u < 0 ? -r : r;
+}
+inline double erf_with_exp(double u, double) { return std::erf(u); }
+
+// a = act(z). GELU also overwrites z with gelu'(z) for backward, sharing the one exp(−z²/2) that
+// erf and φ both need (A&S 7.1.26 evaluates erf(z/√2) through it); ReLU leaves z alone (its
+// backward reads a > 0).
+template <typename T>
+STX_CLONES void activation_forward(T* z, T* a, int64_t lo, int64_t hi, bool gelu) {
+  constexpr T kSqrtHalf = T(0.70710678118654752440), kInvSqrt2Pi = T(0.39894228040143267794);
+  if (gelu)
+    for (int64_t i = lo; i < hi; ++i) {
+      const T x = z[i], e = vec::exp(T(-0.5) * x * x), cdf = T(0.5) * (T(1) + erf_with_exp(x * kSqrtHalf, e));
+      a[i] = x * cdf;
+      z[i] = cdf + x * kInvSqrt2Pi * e;
+    }
+  else
+    for (int64_t i = lo; i < hi; ++i) a[i] = z[i] > T(0) ? z[i] : T(0);
+}
+
+// da ← da ∘ act'(z): GELU from the derivative activation_forward left in z, ReLU from a.
+template <typename T>
+STX_CLONES void activation_backward(const T* z, const T* a, T* da, int64_t lo, int64_t hi, bool gelu) {
+  if (gelu)
+    for (int64_t i = lo; i < hi; ++i) da[i] *= z[i];
+  else
+    for (int64_t i = lo; i < hi; ++i) da[i] = a[i] > T(0) ? da[i] : T(0);
+}
+
+// What both sub-layers share: the norm before G (Pre-LN style) or after the join (Post-LN
+// style), the branch's scale and dropout, and their backward.
+struct Join {
+  FusedJoin j;
+  uint64_t seed = 0;
+
+  // Pre-LN style: h = s·N(x) into `h`; saves ŝ, r. Returns the input of G.
+  torch::Tensor before(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, torch::Tensor& xhat,
+                       torch::Tensor& rstd) const {
+    if (!j.pre) return x;
+    const int64_t d = x.size(-1), N = x.numel() / d;
+    auto h = torch::empty_like(x);
+    xhat = torch::empty_like(x), rstd = torch::empty({N}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_norm", [&] {
+      using T = scalar_t;
+      const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = ptr<T>(b);
+      T *hp = h.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>();
+      const T s = T(j.norm_scale);
+      at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d), [&](int64_t lo, int64_t hi) {
+        forward_rows<T>(xp, nullptr, sp, rp, hp, wp, bp, d, lo, hi, T(1), T(j.eps), j.centered);
+        if (s != T(1))
+          for (int64_t i = lo * d; i < hi * d; ++i) hp[i] *= s;
+      });
+    });
+    return h;
+  }
+
+  // g: G's output (in place: scaled, dropped). Returns y and, Post-LN style, saves ŝ, r.
+  torch::Tensor after(const torch::Tensor& x, torch::Tensor& g, const torch::Tensor& w, const torch::Tensor& b,
+                      torch::Tensor& xhat, torch::Tensor& rstd) {
+    const int64_t d = x.size(-1), N = x.numel() / d;
+    if (j.pre && j.branch_scale != 1.0) g.mul_(j.branch_scale);
+    if (j.dropout > 0) {
+      seed = dropout_seed();
+      dropout_apply_(g, seed, j.dropout);
+    }
+    if (j.pre) return x + g;
+    auto y = torch::empty_like(x);
+    xhat = torch::empty_like(x), rstd = torch::empty({N}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_join", [&] {
+      using T = scalar_t;
+      const T *xp = x.data_ptr<T>(), *gp = g.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = ptr<T>(b);
+      T *yp = y.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>();
+      at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d), [&](int64_t lo, int64_t hi) {
+        forward_rows<T>(xp, gp, sp, rp, yp, wp, bp, d, lo, hi, T(j.alpha), T(j.eps), j.centered);
+      });
+    });
+    return y;
+  }
+
+  // The norm's backward over rows: ds from dy; dw += Σ dy·ŝ, db += Σ dy (db undefined: none).
+  static torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
+                                     const torch::Tensor& w, bool centered, torch::Tensor& dw, torch::Tensor& db) {
+    const int64_t d = xhat.size(-1), N = xhat.numel() / d;
+    auto ds = torch::empty_like(xhat);
+    dw = torch::empty_like(w);
+    AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "fused_norm_backward", [&] {
+      using T = scalar_t;
+      const T *dyp = dy.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *wp = w.data_ptr<T>();
+      T* dsp = ds.data_ptr<T>();
+      at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d),
+                       [&](int64_t lo, int64_t hi) { backward_rows<T>(dyp, sp, rp, wp, dsp, d, lo, hi, centered); });
+      column_sums<T>(dyp, sp, N, d, dw.data_ptr<T>());
+      if (db.defined()) column_sums<T>(dyp, nullptr, N, d, db.data_ptr<T>());
+    });
+    return ds;
+  }
+
+  // From dy: the gradient of G's output (dg) and the start of dx (Post-LN style α·ds; Pre-LN
+  // style dy), and the Post-LN norm's parameter gradients.
+  void branch_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
+                       const torch::Tensor& w, torch::Tensor& dg, torch::Tensor& dx, torch::Tensor& dw,
+                       torch::Tensor& db) const {
+    if (j.pre) {
+      dg = dy.clone();
+      dx = dy.clone();
+      if (j.branch_scale != 1.0) dg.mul_(j.branch_scale);
+    } else {
+      dg = norm_backward(dy, xhat, rstd, w, j.centered, dw, db);
+      dx = j.alpha == 1.0 ? dg.clone() : dg * j.alpha;
+    }
+    if (j.dropout > 0) dropout_apply_(dg, seed, j.dropout);
+  }
+
+  // Pre-LN style: dx += N'(s·dh) and the norm's parameter gradients. (Post-LN style: G's input
+  // gradient went straight into dx.)
+  void input_backward(const torch::Tensor& dh, const torch::Tensor& xhat, const torch::Tensor& rstd,
+                      const torch::Tensor& w, torch::Tensor& dx, torch::Tensor& dw, torch::Tensor& db) const {
+    if (!j.pre) return;
+    auto scaled = j.norm_scale == 1.0 ? dh : dh * j.norm_scale;
+    dx.add_(norm_backward(scaled, xhat, rstd, w, j.centered, dw, db));
+  }
+
+  void save(AutogradContext* ctx) const {
+    ctx->saved_data["pre"] = j.pre;
+    ctx->saved_data["centered"] = j.centered;
+    ctx->saved_data["alpha"] = j.alpha;
+    ctx->saved_data["norm_scale"] = j.norm_scale;
+    ctx->saved_data["branch_scale"] = j.branch_scale;
+    ctx->saved_data["dropout"] = j.dropout;
+    ctx->saved_data["seed"] = static_cast<int64_t>(seed);
+  }
+  static Join load(AutogradContext* ctx) {
+    Join r;
+    r.j.pre = ctx->saved_data["pre"].toBool();
+    r.j.centered = ctx->saved_data["centered"].toBool();
+    r.j.alpha = ctx->saved_data["alpha"].toDouble();
+    r.j.norm_scale = ctx->saved_data["norm_scale"].toDouble();
+    r.j.branch_scale = ctx->saved_data["branch_scale"].toDouble();
+    r.j.dropout = ctx->saved_data["dropout"].toDouble();
+    r.seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+    return r;
+  }
+};
+
+Join join_of(const FusedJoin& f, double eps) {
+  Join r;
+  r.j = f;
+  r.j.eps = eps;
+  return r;
+}
+
+// y = linear(x) over [N, in] rows, as a new [N, out] tensor.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& W, const torch::Tensor& b) {
+  const int64_t in = W.size(1), out = W.size(0), N = x.numel() / in;
+  auto y = torch::empty({N, out}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_linear", [&] {
+    using T = scalar_t;
+    linear_forward<T>(x.data_ptr<T>(), N, in, W.data_ptr<T>(), ptr<T>(b), out, y.data_ptr<T>());
+  });
+  return y;
+}
+
+// Gradients of y = linear(x): dW (and db when b was given) as new tensors; dx = dy·W written
+// to `dx` (beta 0) or added to it (beta 1); dx undefined: not computed.
+void linear_grad(const torch::Tensor& dy, const torch::Tensor& x, const torch::Tensor& W, bool has_bias,
+                 torch::Tensor& dW, torch::Tensor& db, torch::Tensor* dx, bool accumulate) {
+  const int64_t in = W.size(1), out = W.size(0), N = x.numel() / in;
+  dW = torch::empty_like(W);
+  if (has_bias) db = torch::empty({out}, W.options());
+  if (dx && !accumulate) *dx = torch::empty({N, in}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_linear_backward", [&] {
+    using T = scalar_t;
+    linear_backward<T>(dy.data_ptr<T>(), x.data_ptr<T>(), W.data_ptr<T>(), N, in, out, dW.data_ptr<T>(), ptr<T>(db),
+                       dx ? dx->data_ptr<T>() : nullptr, accumulate ? T(1) : T(0));
+  });
+}
+
+class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
+ public:
+  static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor key_pad, torch::Tensor norm_w,
+                               torch::Tensor norm_b, torch::Tensor wq, torch::Tensor wk, torch::Tensor wv,
+                               torch::Tensor bq, torch::Tensor bk, torch::Tensor bv, torch::Tensor wo, torch::Tensor bo,
+                               int64_t heads, bool causal, double p_attn, FusedJoin fj, double eps) {
+    x = x.contiguous();
+    key_pad = unpack(key_pad), norm_b = unpack(norm_b), bo = unpack(bo);
+    const bool has_bias = unpack(bq).defined();
+    const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
+    auto W = torch::cat({wq, wk, wv}).contiguous();
+    auto b = has_bias ? torch::cat({bq, bk, bv}) : torch::Tensor();
+    wo = wo.contiguous();
+    Join join = join_of(fj, eps);
+    torch::Tensor xhat, rstd;
+    auto h = join.before(x, norm_w, norm_b, xhat, rstd);
+    auto qkv = linear(h, W, b).view({B, T, 3 * d});
+    AttentionCoreSaved core;
+    auto o = attention_core_packed_forward(qkv, key_pad, heads, causal, p_attn, core);
+    auto g = linear(o, wo, bo).view({B, T, d});
+    auto y = join.after(x, g, norm_w, norm_b, xhat, rstd);
+    ctx->save_for_backward({h, qkv, o, W, wo, norm_w, pack(xhat), pack(rstd), core.probs, pack(core.noise)});
+    ctx->saved_data["blind"] = core.blind;
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["has_bias"] = has_bias;
+    ctx->saved_data["has_bo"] = bo.defined();
+    ctx->saved_data["has_norm_b"] = norm_b.defined();
+    join.save(ctx);
+    return {y};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto s = ctx->get_saved_variables();
+    const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4], &norm_w = s[5];
+    const auto xhat = unpack(s[6]), rstd = unpack(s[7]);
+    const AttentionCoreSaved core{s[8], unpack(s[9]), ctx->saved_data["blind"].toTensor()};
+    const Join join = Join::load(ctx);
+    const bool has_bias = ctx->saved_data["has_bias"].toBool();
+    const int64_t d = o.size(-1);
+    auto dy = grad[0].contiguous();
+    torch::Tensor dg, dx, dnw, dnb, dwo, dbo, dW, db;
+    if (ctx->saved_data["has_norm_b"].toBool()) dnb = torch::empty_like(norm_w);
+    join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb);
+    torch::Tensor d_o;
+    linear_grad(dg, o, wo, ctx->saved_data["has_bo"].toBool(), dwo, dbo, &d_o, false);
+    auto dqkv = attention_core_packed_backward(qkv, core, ctx->saved_data["heads"].toInt(),
+                                               ctx->saved_data["causal"].toBool(), d_o.view(o.sizes()));
+    if (join.j.pre) {
+      torch::Tensor dh;
+      linear_grad(dqkv, h, W, has_bias, dW, db, &dh, false);
+      join.input_backward(dh.view_as(dx), xhat, rstd, norm_w, dx, dnw, dnb);
+    } else {
+      linear_grad(dqkv, h, W, has_bias, dW, db, &dx, true);
+    }
+    auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
+    const torch::Tensor none;
+    return {dx, none, dnw, dnb, dWs[0], dWs[1], dWs[2], dbs[0], dbs[1], dbs[2], dwo, dbo, none, none, none, none, none};
+  }
+};
+
+class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
+ public:
+  static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor norm_w, torch::Tensor norm_b,
+                               torch::Tensor w1, torch::Tensor b1, torch::Tensor w2, torch::Tensor b2, bool gelu,
+                               FusedJoin fj, double eps) {
+    x = x.contiguous(), w1 = w1.contiguous(), w2 = w2.contiguous();
+    norm_b = unpack(norm_b), b1 = unpack(b1), b2 = unpack(b2);
+    Join join = join_of(fj, eps);
+    torch::Tensor xhat, rstd;
+    auto h = join.before(x, norm_w, norm_b, xhat, rstd);
+    auto z = linear(h, w1, b1);  // [N, d_ff]; after the activation, GELU's derivative
+    auto a = torch::empty_like(z);
+    AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation", [&] {
+      using T = scalar_t;
+      T *zp = z.data_ptr<T>(), *ap = a.data_ptr<T>();
+      at::parallel_for(0, z.numel(), kRowGrain,
+                       [&](int64_t lo, int64_t hi) { activation_forward<T>(zp, ap, lo, hi, gelu); });
+    });
+    auto g = linear(a, w2, b2).view(x.sizes());
+    auto y = join.after(x, g, norm_w, norm_b, xhat, rstd);
+    ctx->save_for_backward({h, z, a, w1, w2, norm_w, pack(xhat), pack(rstd)});
+    ctx->saved_data["gelu"] = gelu;
+    ctx->saved_data["has_b1"] = b1.defined();
+    ctx->saved_data["has_b2"] = b2.defined();
+    ctx->saved_data["has_norm_b"] = norm_b.defined();
+    join.save(ctx);
+    return {y};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto s = ctx->get_saved_variables();
+    const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4], &norm_w = s[5];
+    const auto xhat = unpack(s[6]), rstd = unpack(s[7]);
+    const Join join = Join::load(ctx);
+    const bool gelu = ctx->saved_data["gelu"].toBool();
+    auto dy = grad[0].contiguous();
+    torch::Tensor dg, dx, dnw, dnb, dw1, db1, dw2, db2, da;
+    if (ctx->saved_data["has_norm_b"].toBool()) dnb = torch::empty_like(norm_w);
+    join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb);
+    linear_grad(dg, a, w2, ctx->saved_data["has_b2"].toBool(), dw2, db2, &da, false);
+    AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation_backward", [&] {
+      using T = scalar_t;
+      const T *zp = z.data_ptr<T>(), *ap = a.data_ptr<T>();
+      T* dp = da.data_ptr<T>();
+      at::parallel_for(0, z.numel(), kRowGrain,
+                       [&](int64_t lo, int64_t hi) { activation_backward<T>(zp, ap, dp, lo, hi, gelu); });
+    });
+    const bool has_b1 = ctx->saved_data["has_b1"].toBool();
+    if (join.j.pre) {
+      torch::Tensor dh;
+      linear_grad(da, h, w1, has_b1, dw1, db1, &dh, false);
+      join.input_backward(dh.view_as(dx), xhat, rstd, norm_w, dx, dnw, dnb);
+    } else {
+      linear_grad(da, h, w1, has_b1, dw1, db1, &dx, true);
+    }
+    const torch::Tensor none;
+    return {dx, dnw, dnb, dw1, db1, dw2, db2, none, none, none};
+  }
+};
+
+}  // namespace
+
+torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
+                                       double attention_dropout, const FusedJoin& join, const torch::Tensor& norm_w,
+                                       const torch::Tensor& norm_b, const torch::Tensor& wq, const torch::Tensor& wk,
+                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
+                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo) {
+  return AttentionSublayer::apply(x, pack(key_pad), norm_w, pack(norm_b), wq, wk, wv, pack(bq), pack(bk), pack(bv), wo,
+                                  pack(bo), heads, causal, attention_dropout, join, join.eps)[0];
+}
+
+torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const torch::Tensor& norm_w,
+                                 const torch::Tensor& norm_b, const torch::Tensor& w1, const torch::Tensor& b1,
+                                 const torch::Tensor& w2, const torch::Tensor& b2) {
+  return FFNSublayer::apply(x, norm_w, pack(norm_b), w1, pack(b1), w2, pack(b2), gelu, join, join.eps)[0];
+}
+
+#else  // no BLAS: fused_sublayer_available() is false
+
+torch::Tensor fused_attention_sublayer(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double,
+                                       const FusedJoin&, const torch::Tensor&, const torch::Tensor&,
+                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                       const torch::Tensor&, const torch::Tensor&) {
+  TORCH_CHECK(false, "fused_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
+}
+torch::Tensor fused_ffn_sublayer(const torch::Tensor&, bool, const FusedJoin&, const torch::Tensor&,
+                                 const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                 const torch::Tensor&) {
+  TORCH_CHECK(false, "fused_ffn_sublayer: stx was built without BLAS (kernels/blas.h)");
+}
+
+#endif
+
+}  // namespace stx
