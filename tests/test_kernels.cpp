@@ -10,6 +10,7 @@
 
 #include "helpers.h"
 #include "stx/config/config_io.h"
+#include "stx/core/cpu_cache.h"
 #include "stx/kernels/adam.h"
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/cross_entropy.h"
@@ -311,6 +312,34 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
   EXPECT_EQ(last_node(Scheme::PeriLN, false, false).find("FFNSublayer"), std::string::npos);
   EXPECT_EQ(last_node(Scheme::Pre, true, false).find("FFNSublayer"), std::string::npos) << "QK-LayerNorm";
   EXPECT_EQ(last_node(Scheme::Pre, false, true).find("FFNSublayer"), std::string::npos) << "a tap";
+}
+
+// The caching CPU allocator (core/cpu_cache.h): a freed block of a size comes back for the next
+// tensor of that size, holds what is written to it, and nothing is cached while disabled.
+TEST(CpuCache, ReusesFreedBlocksOfTheSameSize) {
+  install_cpu_cache();
+  set_cpu_cache_enabled(true);
+  ASSERT_TRUE(cpu_cache_enabled());
+  void* first = nullptr;
+  {
+    auto t = torch::empty({1000, 37});
+    first = t.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u) << "64-byte aligned";
+  }
+  const auto before = cpu_cache_stats();
+  auto again = torch::full({37, 1000}, 2.5);  // the same bytes: the same block
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_EQ(cpu_cache_stats().hits, before.hits + 1);
+  EXPECT_EQ(again.sum().item<double>(), 2.5 * 37000);
+  auto other = torch::empty({1000, 38});  // another size: not that block (it is in use anyway)
+  EXPECT_NE(other.data_ptr(), first);
+  set_cpu_cache_enabled(false);
+  const auto off = cpu_cache_stats();
+  { auto t = torch::empty({123, 45}); }
+  auto t2 = torch::empty({123, 45});
+  EXPECT_EQ(cpu_cache_stats().hits, off.hits) << "disabled: LibTorch's allocator";
+  EXPECT_EQ(cpu_cache_stats().misses, off.misses);
+  set_cpu_cache_enabled(true);
 }
 
 TEST(Kernels, CrossEntropyEqualsReference) {

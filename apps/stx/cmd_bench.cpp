@@ -23,7 +23,7 @@ void register_bench(Registry& reg) {
     int threads = 0;
     std::string json;
     bool quiet = false;
-    std::string kernels = "fused", attention = "auto";
+    std::string kernels = "fused", attention = "auto", allocator = "cache";
     std::string profile;
   };
   auto o = std::make_shared<Opts>();
@@ -43,6 +43,9 @@ void register_bench(Registry& reg) {
       "fused (default: stx's kernels, each self-attention and FFN sub-layer one fused node where the scheme allows), "
       "composed (stx's kernels, sub-layers composed of modules) or reference (LibTorch ops), to measure the "
       "difference");
+  sub->add_option("--allocator", o->allocator,
+                  "cache (default: stx's caching CPU allocator, core/cpu_cache.h) or system (LibTorch's), to measure "
+                  "the difference");
   sub->add_option(
       "--attention", o->attention,
       "auto (default: LibTorch's scaled_dot_product_attention on cuda, stx's core on the CPU), sdpa or stx");
@@ -61,6 +64,8 @@ void register_bench(Registry& reg) {
     at_least("--warmup", o->warmup, 0), at_least("--threads", o->threads, 1);
     if (o->kernels != "fused" && o->kernels != "composed" && o->kernels != "reference")
       throw InputError("--kernels " + o->kernels + " is not allowed (fused, composed or reference)");
+    if (o->allocator != "cache" && o->allocator != "system")
+      throw InputError("--allocator " + o->allocator + " is not allowed (cache or system)");
     if (o->attention != "auto" && o->attention != "sdpa" && o->attention != "stx")
       throw InputError("--attention " + o->attention + " is not allowed (auto, sdpa or stx)");
     set_attention_core(o->attention == "sdpa"  ? AttentionCore::Sdpa
@@ -69,6 +74,7 @@ void register_bench(Registry& reg) {
     bench::StepBenchOptions b;
     b.reference_kernels = o->kernels == "reference";
     b.composed_layers = o->kernels == "composed";
+    b.system_allocator = o->allocator == "system";
     b.profile = o->profile;
     b.config = resolve_config(o->cfg.config, o->cfg.overrides);
     auto slash = o->cfg.config.find_last_of('/');

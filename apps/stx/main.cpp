@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "stx/core/cpu_cache.h"
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
 
@@ -43,6 +44,7 @@ void ConfigOptions::add_to(CLI::App* sub, bool config_required) {
 
 int main(int argc, char** argv) {
   stx::reexec_with_runtime_env(argc, argv);
+  stx::install_cpu_cache();
   CLI::App app{
       "stx — stable transformers: train and study very deep Transformers (Post-LN, Pre-LN, DeepNorm, σReparam)"};
   app.set_version_flag("--version", stx::build_info());

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <numeric>
 
+#include "stx/core/cpu_cache.h"
 #include "stx/core/device.h"
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
@@ -102,6 +103,8 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   set_kernels(o.reference_kernels ? Kernels::Reference : Kernels::Fused);
   set_layer_path(o.composed_layers ? LayerPath::Composed : LayerPath::Fused);
   r.kernels = o.reference_kernels ? "reference" : o.composed_layers ? "composed" : "fused";
+  set_cpu_cache_enabled(!o.system_allocator);
+  r.allocator = cpu_cache_enabled() ? "cache" : "system";
   const auto device = resolve_device(to_string(cfg.train.device));
   r.device = device.str();
   r.rss_before_mb = current_rss_mb();
@@ -221,6 +224,7 @@ nlohmann::json StepBenchResult::to_json() const {
           {"device", device},
           {"threads", threads},
           {"kernels", kernels},
+          {"allocator", allocator},
           {"batch", batch},
           {"seq", seq},
           {"tokens_per_step", tokens_per_step},
@@ -253,8 +257,8 @@ std::string StepBenchResult::to_text() const {
   s += fmt::format("config: {} ({}, {}, {} layers, d_model {})\n", name, arch, scheme, layers, d_model);
   s += fmt::format("shape: {} x {} = {} tokens/step\n", batch, seq, tokens_per_step);
   s += fmt::format("parameters: {}\n", parameters);
-  s += fmt::format("device: {}  threads: {}  activation checkpointing: {}  kernels: {}\n", device, threads,
-                   checkpoint_activations ? "on" : "off", kernels);
+  s += fmt::format("device: {}  threads: {}  activation checkpointing: {}  kernels: {}  allocator: {}\n", device,
+                   threads, checkpoint_activations ? "on" : "off", kernels, allocator);
   s += fmt::format("steps: {} timed after {} warm-up\n", steps, warmup);
   s += fmt::format("ms/step: median {:.2f}  mean {:.2f}  min {:.2f}\n", ms_median, ms_mean, ms_min);
   s += fmt::format("CPU ms/step: {:.2f} (all threads)\n", cpu_ms);

@@ -29,11 +29,13 @@ struct StepBenchOptions {
   std::string profile;             // non-empty: a Chrome trace of kProfiledSteps more steps (LibTorch's profiler)
   bool reference_kernels = false;  // LibTorch ops instead of stx's fused kernels (kernels/kernels.h)
   bool composed_layers = false;    // stx's kernels, but layers composed of modules (no fused sub-layers)
+  bool system_allocator = false;   // LibTorch's CPU allocator instead of stx's cache (core/cpu_cache.h)
 };
 
 struct StepBenchResult {
   std::string name, device, scheme, arch;
-  std::string kernels = "fused";  // "fused", "composed" or "reference" (kernels/kernels.h)
+  std::string kernels = "fused";    // "fused", "composed" or "reference" (kernels/kernels.h)
+  std::string allocator = "cache";  // "cache" (core/cpu_cache.h) or "system" (LibTorch's)
   bool checkpoint_activations = false;
   int64_t batch = 0, seq = 0, tokens_per_step = 0, steps = 0, warmup = 0, layers = 0, d_model = 0, threads = 0;
   int64_t parameters = 0;

@@ -1,0 +1,110 @@
+#include "stx/core/cpu_cache.h"
+
+#include <c10/core/CPUAllocator.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace stx {
+namespace {
+
+constexpr size_t kAlign = 64, kHeader = 64;  // the block's rounded size lives in the 64 bytes before it
+
+size_t rounded(size_t n) {
+  const size_t step = n <= 65536 ? kAlign : ((n / 64 + kAlign - 1) / kAlign) * kAlign;
+  return ((std::max<size_t>(n, 1) + step - 1) / step) * step;
+}
+
+size_t limit_bytes() {
+  const char* env = std::getenv("STX_CPU_CACHE_MB");
+  const long mb = env ? std::strtol(env, nullptr, 10) : 8192;
+  return static_cast<size_t>(mb > 0 ? mb : 0) << 20;
+}
+
+class CachingCPUAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) override {
+    if (!enabled.load(std::memory_order_relaxed)) return c10::GetDefaultCPUAllocator()->allocate(n);
+    const size_t size = rounded(n);
+    void* data = take(size);
+    if (!data) {
+      void* base = nullptr;
+      if (posix_memalign(&base, kAlign, size + kHeader) != 0 || !base) throw std::bad_alloc();
+      *static_cast<size_t*>(base) = size;
+      data = static_cast<char*>(base) + kHeader;
+      misses.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      hits.fetch_add(1, std::memory_order_relaxed);
+    }
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+
+  static void release(void* data);
+
+  std::atomic<bool> enabled{true};
+  std::atomic<int64_t> hits{0}, misses{0};
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> free_lists;
+  size_t cached = 0, limit = limit_bytes();
+
+ private:
+  void* take(size_t size) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = free_lists.find(size);
+    if (it == free_lists.end() || it->second.empty()) return nullptr;
+    void* data = it->second.back();
+    it->second.pop_back();
+    cached -= size;
+    return data;
+  }
+};
+
+CachingCPUAllocator& cache() {
+  static auto* a = new CachingCPUAllocator();  // never destroyed: tensors may outlive main()
+  return *a;
+}
+
+void CachingCPUAllocator::release(void* data) {
+  if (!data) return;
+  void* base = static_cast<char*>(data) - kHeader;
+  const size_t size = *static_cast<size_t*>(base);
+  auto& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.cached + size <= c.limit) {
+      c.free_lists[size].push_back(data);
+      c.cached += size;
+      return;
+    }
+  }
+  std::free(base);
+}
+
+}  // namespace
+
+void install_cpu_cache() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* env = std::getenv("STX_CPU_CACHE");
+    if (env && std::string(env) == "0") return;
+    c10::SetCPUAllocator(&cache(), /*priority=*/1);  // above LibTorch's default (0)
+  });
+}
+
+void set_cpu_cache_enabled(bool on) { cache().enabled.store(on); }
+bool cpu_cache_enabled() { return c10::GetCPUAllocator() == &cache() && cache().enabled.load(); }
+
+CpuCacheStats cpu_cache_stats() {
+  auto& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return {c.hits.load(), c.misses.load(), static_cast<int64_t>(c.cached)};
+}
+
+}  // namespace stx
