@@ -1,8 +1,7 @@
 // stx/core/runtime.h — process-wide numerics and threading set-up, done once at start-up:
 // flush denormals (a 24-layer Post-LN model ran 9× faster with it: vanishing gradients produce
-// denormals), intra-op threads = physical cores. (BLAS is always the MKL inside the wheel's
-// libtorch_cpu.so, kernels/blas.h: the check that Debian's LibTorch had OpenBLAS, not the
-// reference BLAS — 35× slower — went with the move to 2.11.)
+// denormals), intra-op threads = physical cores. (The BLAS is chosen at build time: Debian's
+// OpenBLAS ahead of the MKL inside the wheel's libtorch_cpu.so by default, kernels/blas.h.)
 #pragma once
 #include <cstdint>
 #include <string>
