@@ -69,11 +69,12 @@ struct AttnCase {
   bool cross, causal, pad, blind_row;
   double dropout;
   torch::ScalarType dtype;
+  int64_t T = 5;  // queries (and self-attention keys)
 };
 
 void check_attention(const AttnCase& c) {
   KernelsGuard guard;
-  const int64_t B = 3, Tq = 5, Tk = c.cross ? 7 : 5, d = 12, H = 3;
+  const int64_t B = 3, Tq = c.T, Tk = c.cross ? c.T + 2 : c.T, d = 12, H = 3;
   torch::manual_seed(5);
   ModelConfig m;
   m.d_model = d, m.n_heads = H, m.bias = true, m.sigma_reparam = false, m.attention_dropout = c.dropout;
@@ -114,7 +115,13 @@ TEST(Kernels, AttentionCoreEqualsReference) {
                                {"cross + padding", true, false, true, false, 0.0, dt},
                                {"cross, a row with no visible key", true, false, true, true, 0.0, dt},
                                {"self causal + attention dropout 0.3", false, true, true, false, 0.3, dt},
-                               {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt}}) {
+                               {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt},
+                               // longer rows: several vector-loop blocks per row of softmax and its backward
+                               {"self causal, T 70", false, true, false, false, 0.0, dt, 70},
+                               {"self causal + padding, T 70", false, true, true, false, 0.0, dt, 70},
+                               {"self causal, a row with no visible key, T 70", false, true, true, true, 0.0, dt, 70},
+                               {"self causal + attention dropout 0.3, T 70", false, true, true, false, 0.3, dt, 70},
+                               {"cross + padding, T 70", true, false, true, false, 0.0, dt, 70}}) {
       SCOPED_TRACE(c.name + (dt == torch::kDouble ? " (float64)" : " (float32)"));
       check_attention(c);
     }
