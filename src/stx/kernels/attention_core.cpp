@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "stx/kernels/blas.h"
+#include "stx/kernels/none_tensor.h"
 #include "stx/kernels/target_clones.h"
 #include "stx/kernels/vec_math.h"
 
@@ -57,12 +58,6 @@ QKVHeads<T> qkv_heads(const torch::Tensor& q, const torch::Tensor& k, const torc
 
 // A [B, T, n] tensor the kernels can address in place: unit stride along features.
 torch::Tensor addressable(const torch::Tensor& t) { return t.stride(2) == 1 ? t : t.contiguous(); }
-
-// "None" crosses Function::apply as a [0] tensor (LibTorch 1.13 rejects undefined ones).
-torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
-torch::Tensor unpack(const torch::Tensor& t) {
-  return !t.defined() || (t.dim() == 1 && t.numel() == 0) ? torch::Tensor() : t;
-}
 
 // Row i of head (b, h) sees keys j < limit(i) (causal: j ≤ i) that are not padding.
 inline int64_t visible_limit(bool causal, int64_t i, int64_t Tk) { return causal ? std::min(i + 1, Tk) : Tk; }
@@ -238,12 +233,12 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
   // Packed (self-attention on [B, T, 3d]): k and v travel as [0] tensors.
   static variable_list forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v,
                                torch::Tensor key_pad, int64_t heads, bool causal, double p) {
-    k = unpack(k), v = unpack(v);
+    k = unpack_none(k), v = unpack_none(v);
     q = addressable(q);
     if (k.defined()) k = addressable(k), v = addressable(v);
     AttentionCoreSaved saved;
-    auto out = core_forward(q, k, v, unpack(key_pad), heads, causal, p, saved);
-    ctx->save_for_backward({q, pack(k), pack(v), saved.probs, pack(saved.noise)});
+    auto out = core_forward(q, k, v, unpack_none(key_pad), heads, causal, p, saved);
+    ctx->save_for_backward({q, pack_none(k), pack_none(v), saved.probs, pack_none(saved.noise)});
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["blind"] = saved.blind;
     ctx->saved_data["causal"] = causal;
@@ -253,8 +248,8 @@ class AttentionCore : public torch::autograd::Function<AttentionCore> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     const auto s = ctx->get_saved_variables();
-    const auto k = unpack(s[1]), v = unpack(s[2]);
-    const AttentionCoreSaved saved{s[3], unpack(s[4]), ctx->saved_data["blind"].toTensor()};
+    const auto k = unpack_none(s[1]), v = unpack_none(s[2]);
+    const AttentionCoreSaved saved{s[3], unpack_none(s[4]), ctx->saved_data["blind"].toTensor()};
     torch::Tensor dq, dk, dv;
     core_backward(s[0], k, v, saved, ctx->saved_data["heads"].toInt(), ctx->saved_data["causal"].toBool(), grad_out[0],
                   dq, dk, dv);
@@ -279,14 +274,14 @@ torch::Tensor attention_core_packed_backward(const torch::Tensor& qkv, const Att
 torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& key_pad, int64_t heads, bool causal, double dropout,
                              torch::Tensor* probs) {
-  auto r = AttentionCore::apply(q, k, v, pack(key_pad), heads, causal, dropout);
+  auto r = AttentionCore::apply(q, k, v, pack_none(key_pad), heads, causal, dropout);
   if (probs) *probs = r[1];
   return r[0];
 }
 
 torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                     double dropout, torch::Tensor* probs) {
-  auto r = AttentionCore::apply(qkv, torch::empty({0}), torch::empty({0}), pack(key_pad), heads, causal, dropout);
+  auto r = AttentionCore::apply(qkv, torch::empty({0}), torch::empty({0}), pack_none(key_pad), heads, causal, dropout);
   if (probs) *probs = r[1];
   return r[0];
 }

@@ -9,6 +9,7 @@
 #include "stx/kernels/blas.h"
 #include "stx/kernels/dropout.h"
 #include "stx/kernels/kernels.h"
+#include "stx/kernels/none_tensor.h"
 #include "stx/kernels/norm_rows.h"
 #include "stx/kernels/target_clones.h"
 #include "stx/kernels/vec_math.h"
@@ -32,11 +33,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// "None" crosses Function::apply as a [0] tensor, as in attention_core.cpp.
-torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
-torch::Tensor unpack(const torch::Tensor& t) {
-  return !t.defined() || (t.dim() == 1 && t.numel() == 0) ? torch::Tensor() : t;
-}
 template <typename T>
 T* ptr(const torch::Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;
@@ -230,13 +226,6 @@ struct Join {
   }
 };
 
-Join join_of(const FusedJoin& f, double eps) {
-  Join r;
-  r.j = f;
-  r.j.eps = eps;
-  return r;
-}
-
 // y = linear(x) over [N, in] rows, as a new [N, out] tensor.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& W, const torch::Tensor& b) {
   const int64_t in = W.size(1), out = W.size(0), N = x.numel() / in;
@@ -268,15 +257,15 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor key_pad, torch::Tensor norm_w,
                                torch::Tensor norm_b, torch::Tensor wq, torch::Tensor wk, torch::Tensor wv,
                                torch::Tensor bq, torch::Tensor bk, torch::Tensor bv, torch::Tensor wo, torch::Tensor bo,
-                               int64_t heads, bool causal, double p_attn, FusedJoin fj, double eps) {
+                               int64_t heads, bool causal, double p_attn, FusedJoin fj) {
     x = x.contiguous();
-    key_pad = unpack(key_pad), norm_b = unpack(norm_b), bo = unpack(bo);
-    const bool has_bias = unpack(bq).defined();
+    key_pad = unpack_none(key_pad), norm_b = unpack_none(norm_b), bo = unpack_none(bo);
+    const bool has_bias = unpack_none(bq).defined();
     const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
     auto W = torch::cat({wq, wk, wv}).contiguous();
     auto b = has_bias ? torch::cat({bq, bk, bv}) : torch::Tensor();
     wo = wo.contiguous();
-    Join join = join_of(fj, eps);
+    Join join{fj};
     torch::Tensor xhat, rstd;
     auto h = join.before(x, norm_w, norm_b, xhat, rstd);
     auto qkv = linear(h, W, b).view({B, T, 3 * d});
@@ -284,7 +273,8 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     auto o = attention_core_packed_forward(qkv, key_pad, heads, causal, p_attn, core);
     auto g = linear(o, wo, bo).view({B, T, d});
     auto y = join.after(x, g, norm_w, norm_b, xhat, rstd);
-    ctx->save_for_backward({h, qkv, o, W, wo, norm_w, pack(xhat), pack(rstd), core.probs, pack(core.noise)});
+    ctx->save_for_backward(
+        {h, qkv, o, W, wo, norm_w, pack_none(xhat), pack_none(rstd), core.probs, pack_none(core.noise)});
     ctx->saved_data["blind"] = core.blind;
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["causal"] = causal;
@@ -298,8 +288,8 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
     const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4], &norm_w = s[5];
-    const auto xhat = unpack(s[6]), rstd = unpack(s[7]);
-    const AttentionCoreSaved core{s[8], unpack(s[9]), ctx->saved_data["blind"].toTensor()};
+    const auto xhat = unpack_none(s[6]), rstd = unpack_none(s[7]);
+    const AttentionCoreSaved core{s[8], unpack_none(s[9]), ctx->saved_data["blind"].toTensor()};
     const Join join = Join::load(ctx);
     const bool has_bias = ctx->saved_data["has_bias"].toBool();
     const int64_t d = o.size(-1);
@@ -320,7 +310,7 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     }
     auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
     const torch::Tensor none;
-    return {dx, none, dnw, dnb, dWs[0], dWs[1], dWs[2], dbs[0], dbs[1], dbs[2], dwo, dbo, none, none, none, none, none};
+    return {dx, none, dnw, dnb, dWs[0], dWs[1], dWs[2], dbs[0], dbs[1], dbs[2], dwo, dbo, none, none, none, none};
   }
 };
 
@@ -328,10 +318,10 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
  public:
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor norm_w, torch::Tensor norm_b,
                                torch::Tensor w1, torch::Tensor b1, torch::Tensor w2, torch::Tensor b2, bool gelu,
-                               FusedJoin fj, double eps) {
+                               FusedJoin fj) {
     x = x.contiguous(), w1 = w1.contiguous(), w2 = w2.contiguous();
-    norm_b = unpack(norm_b), b1 = unpack(b1), b2 = unpack(b2);
-    Join join = join_of(fj, eps);
+    norm_b = unpack_none(norm_b), b1 = unpack_none(b1), b2 = unpack_none(b2);
+    Join join{fj};
     torch::Tensor xhat, rstd;
     auto h = join.before(x, norm_w, norm_b, xhat, rstd);
     auto z = linear(h, w1, b1);  // [N, d_ff]; after the activation, GELU's derivative
@@ -344,7 +334,7 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     });
     auto g = linear(a, w2, b2).view(x.sizes());
     auto y = join.after(x, g, norm_w, norm_b, xhat, rstd);
-    ctx->save_for_backward({h, z, a, w1, w2, norm_w, pack(xhat), pack(rstd)});
+    ctx->save_for_backward({h, z, a, w1, w2, norm_w, pack_none(xhat), pack_none(rstd)});
     ctx->saved_data["gelu"] = gelu;
     ctx->saved_data["has_b1"] = b1.defined();
     ctx->saved_data["has_b2"] = b2.defined();
@@ -356,7 +346,7 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
     const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4], &norm_w = s[5];
-    const auto xhat = unpack(s[6]), rstd = unpack(s[7]);
+    const auto xhat = unpack_none(s[6]), rstd = unpack_none(s[7]);
     const Join join = Join::load(ctx);
     const bool gelu = ctx->saved_data["gelu"].toBool();
     auto dy = grad[0].contiguous();
@@ -380,7 +370,7 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
       linear_grad(da, h, w1, has_b1, dw1, db1, &dx, true);
     }
     const torch::Tensor none;
-    return {dx, dnw, dnb, dw1, db1, dw2, db2, none, none, none};
+    return {dx, dnw, dnb, dw1, db1, dw2, db2, none, none};
   }
 };
 
@@ -391,14 +381,15 @@ torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tens
                                        const torch::Tensor& norm_b, const torch::Tensor& wq, const torch::Tensor& wk,
                                        const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
                                        const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo) {
-  return AttentionSublayer::apply(x, pack(key_pad), norm_w, pack(norm_b), wq, wk, wv, pack(bq), pack(bk), pack(bv), wo,
-                                  pack(bo), heads, causal, attention_dropout, join, join.eps)[0];
+  return AttentionSublayer::apply(x, pack_none(key_pad), norm_w, pack_none(norm_b), wq, wk, wv, pack_none(bq),
+                                  pack_none(bk), pack_none(bv), wo, pack_none(bo), heads, causal, attention_dropout,
+                                  join)[0];
 }
 
 torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const torch::Tensor& norm_w,
                                  const torch::Tensor& norm_b, const torch::Tensor& w1, const torch::Tensor& b1,
                                  const torch::Tensor& w2, const torch::Tensor& b2) {
-  return FFNSublayer::apply(x, norm_w, pack(norm_b), w1, pack(b1), w2, pack(b2), gelu, join, join.eps)[0];
+  return FFNSublayer::apply(x, norm_w, pack_none(norm_b), w1, pack_none(b1), w2, pack_none(b2), gelu, join)[0];
 }
 
 #else  // no BLAS: fused_sublayer_available() is false
