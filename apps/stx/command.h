@@ -30,6 +30,7 @@ void register_plot(Registry&);
 void register_sweep(Registry&);
 void register_bench(Registry&);
 void register_experiment(Registry&);
+void register_doctor(Registry&);
 
 // The command line as typed (from /proc/self/cmdline), shell-quoted where needed — for reports.
 std::string command_line();

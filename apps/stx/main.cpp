@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   stx::cli::register_sweep(reg);
   stx::cli::register_bench(reg);
   stx::cli::register_experiment(reg);
+  stx::cli::register_doctor(reg);
   if (argc > 1 && argv[1][0] != '-') {  // name the unknown subcommand instead of "a subcommand is required"
     std::string names;
     bool known = false;

@@ -394,6 +394,10 @@ TrainOutcome Trainer::run() {
   progress_.start(st_.step);
   t_window_ = Clock::now();
   while (st_.step < cfg_.train.max_steps) {
+    if (o_.stop_after && st_.step >= *o_.stop_after) {
+      if (!o_.quiet) std::cerr << "\n";
+      return {TrainOutcome::Kind::Finished, st_.step, fmt::format("stopped after {} steps (probe)", st_.step)};
+    }
     if (stop_all_ || (!world_ && stop_signal())) {
       const int sig = stop_signal() ? stop_signal() : SIGTERM;  // data parallel: maybe another rank's
       save_last();

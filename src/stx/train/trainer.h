@@ -28,6 +28,9 @@ struct TrainOptions {
   bool resume_prev = false;  // with resume: from checkpoint_prev (the last is kept as checkpoint_last.corrupt)
   bool quiet = false;        // no progress line / log lines on stderr
   std::optional<parallel::Env> world;  // a worker of a data-parallel job (torchrun's variables)
+  // Stop after this many updates with the schedule of train.max_steps unchanged (stx doctor's
+  // probe: the first K steps of the real run); the outcome is Finished, no final checkpoint.
+  std::optional<int64_t> stop_after;
 };
 
 // Result of a run, for the CLI's exit code.

@@ -1,0 +1,172 @@
+// stx/doctor/doctor_dataset.cpp — see doctor_dataset.h.
+#include "stx/doctor/doctor_dataset.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "stx/config/config_io.h"
+#include "stx/config/schemes.h"
+#include "stx/core/atomic_file.h"
+#include "stx/core/error.h"
+#include "stx/core/signals.h"
+#include "stx/doctor/doctor_model.h"
+#include "stx/doctor/doctor_probe.h"
+#include "stx/report/metrics_log.h"
+#include "stx/sweep/sweep_plan.h"
+
+namespace stx::doctor {
+
+namespace fs = std::filesystem;
+
+nlohmann::json to_json(const Example& e) {
+  nlohmann::json lines = nlohmann::json::array();
+  for (auto& l : e.early.lines) lines.push_back(to_json(l));
+  nlohmann::json j = {{"name", e.name},       {"scheme", e.scheme}, {"depth", e.depth},   {"lr", e.lr},
+                      {"warmup", e.warmup},   {"seed", e.seed},     {"steps", e.steps},   {"label", e.label},
+                      {"failure", e.failure}, {"source", e.source}, {"regime", e.regime}, {"lines", lines}};
+  j["failure_step"] = e.failure_step ? nlohmann::json(*e.failure_step) : nlohmann::json(nullptr);
+  j["final_bpb"] = e.final_bpb ? nlohmann::json(*e.final_bpb) : nlohmann::json(nullptr);
+  if (e.early.diverged_step) j["probe_divergence"] = {{"step", *e.early.diverged_step}, {"cause", e.early.cause}};
+  return j;
+}
+
+Example example_from_json(const nlohmann::json& j) {
+  Example e;
+  e.name = j.at("name"), e.scheme = j.at("scheme"), e.depth = j.at("depth"), e.lr = j.at("lr");
+  e.warmup = j.at("warmup"), e.seed = j.value("seed", int64_t{0}), e.steps = j.at("steps");
+  e.label = j.at("label"), e.failure = j.value("failure", ""), e.source = j.value("source", "");
+  if (e.label != "trains" && e.label != "stalls" && e.label != "diverges")
+    throw InputError("label '" + e.label + "' (allowed: trains, stalls, diverges)");
+  if (j.contains("failure_step") && j["failure_step"].is_number()) e.failure_step = j["failure_step"].get<int64_t>();
+  if (j.contains("final_bpb") && j["final_bpb"].is_number()) e.final_bpb = j["final_bpb"].get<double>();
+  e.regime = j.value("regime", nlohmann::json::object());
+  for (auto& l : j.at("lines")) e.early.lines.push_back(line_from_json(l));
+  if (j.contains("probe_divergence"))
+    e.early.diverged_step = j["probe_divergence"].at("step").get<int64_t>(),
+    e.early.cause = j["probe_divergence"].value("cause", "");
+  return e;
+}
+
+std::vector<Example> read_dataset(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read the doctor's dataset '" + path + "'");
+  std::vector<Example> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    try {
+      out.push_back(example_from_json(nlohmann::json::parse(line)));
+    } catch (const std::exception& e) {
+      throw InputError(fmt::format("{}:{}: not a doctor example ({})", path, n, e.what()));
+    }
+  }
+  return out;
+}
+
+void write_dataset(const std::string& path, const std::vector<Example>& examples) {
+  std::string text;
+  for (auto& e : examples) text += to_json(e).dump() + "\n";
+  write_atomically(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out.flush()) throw InputError("cannot write '" + tmp + "'");
+  });
+}
+
+namespace {
+
+std::string label_of(const nlohmann::json& run, double unigram_bits) {
+  const auto& rd = run.contains("reading") && run["reading"].is_object() ? run["reading"] : nlohmann::json::object();
+  const std::string f = rd.value("failure", "");
+  if (run.value("outcome", "") == "diverged" || f.rfind("diverged", 0) == 0 || f == "loss spike") return "diverges";
+  if (run.value("outcome", "") == "stalled" || f == "stalled") return "stalls";
+  if (rd.contains("final_bpb") && rd["final_bpb"].is_number() && std::isfinite(unigram_bits) &&
+      rd["final_bpb"].get<double>() >= unigram_bits - 0.1)
+    return "stalls";
+  return "trains";
+}
+
+// The config an atlas run trained with: the stored base config and the atlas's overrides
+// (atlas_plan.h run_overrides: the scheme row, depth, steps, rate, seed, warm-up).
+Config run_config(const nlohmann::json& plan, const nlohmann::json& run) {
+  Config c = config_from_json(plan.at("config"));
+  std::vector<std::string> o = sweep::scheme_row(run.at("scheme").get<std::string>()).overrides();
+  o.push_back(fmt::format("model.decoder_layers={}", run.at("depth").get<int64_t>()));
+  o.push_back(fmt::format("train.max_steps={}", plan.at("steps").get<int64_t>()));
+  o.push_back(fmt::format("train.lr={:.10g}", run.at("lr").get<double>()));
+  o.push_back(fmt::format("train.seed={}", c.train.seed + run.at("seed").get<int64_t>()));
+  o.push_back(
+      fmt::format("train.warmup_steps={}", run.at("warmup").get<bool>() ? plan.at("warmup").get<int64_t>() : 0));
+  for (auto& kv : o) apply_override(c, kv);
+  validate(c);
+  return c;
+}
+
+}  // namespace
+
+int collect(const CollectOptions& o) {
+  const auto atlas_path = fs::path(o.atlas_dir) / "atlas.json";
+  std::ifstream in(atlas_path);
+  if (!in) throw InputError("no atlas at '" + o.atlas_dir + "' (atlas.json missing; run `stx experiment atlas` first)");
+  nlohmann::json atlas;
+  try {
+    in >> atlas;
+  } catch (const std::exception& e) {
+    throw InputError("'" + atlas_path.string() + "' is not JSON: " + e.what());
+  }
+  if (!atlas.contains("runs") || !atlas.contains("plan"))
+    throw InputError("'" + atlas_path.string() + "' is not an atlas report (no \"runs\" or \"plan\")");
+  const double unigram = atlas.value("unigram_entropy_bits", NAN);
+  const auto& plan = atlas["plan"];
+  std::vector<Example> examples;
+  std::map<std::string, size_t> have;
+  if (fs::exists(o.out)) examples = read_dataset(o.out);
+  for (size_t i = 0; i < examples.size(); ++i) have[examples[i].name] = i;
+  std::vector<const nlohmann::json*> todo;
+  for (auto& r : atlas["runs"]) {
+    const auto outcome = r.value("outcome", "");
+    if (outcome != "converged" && outcome != "stalled" && outcome != "diverged") continue;
+    if (!have.count(r.value("name", ""))) todo.push_back(&r);
+  }
+  int added = 0, probed = 0;
+  for (auto* rp : todo) {
+    if (stop_signal()) break;
+    const auto& r = *rp;
+    Example e;
+    e.name = r.at("name"), e.scheme = r.at("scheme"), e.depth = r.at("depth"), e.lr = r.at("lr");
+    e.warmup = r.at("warmup"), e.seed = r.value("seed", int64_t{0}), e.steps = plan.at("steps");
+    e.label = label_of(r, unigram);
+    const auto& rd = r.contains("reading") && r["reading"].is_object() ? r["reading"] : nlohmann::json::object();
+    e.failure = rd.value("failure", "");
+    if (rd.contains("failure_step") && rd["failure_step"].is_number())
+      e.failure_step = rd["failure_step"].get<int64_t>();
+    if (rd.contains("final_bpb") && rd["final_bpb"].is_number()) e.final_bpb = rd["final_bpb"].get<double>();
+    const Config c = run_config(plan, r);
+    const int64_t horizon = default_horizon(c);
+    e.regime = regime_of(c);
+    const auto metrics = fs::path(o.atlas_dir) / "runs" / e.name / "metrics.jsonl";
+    if (fs::exists(metrics)) {
+      e.source = "run";
+      e.early = early_of(MetricsLog::read(metrics.string()), horizon);
+    } else {
+      e.source = "probe";
+      e.early = probe(c, horizon, /*quiet=*/true).early;
+      ++probed;
+    }
+    examples.push_back(e);
+    ++added;
+    write_dataset(o.out, examples);
+    if (!o.quiet) std::cerr << fmt::format("[{}/{}] {}: {} ({})\n", added, todo.size(), e.name, e.label, e.source);
+  }
+  if (!o.quiet)
+    std::cout << fmt::format("doctor collect: {} examples added ({} probed again), {} in {}\n", added, probed,
+                             examples.size(), o.out);
+  return stop_signal() ? 128 + stop_signal() : 0;
+}
+
+}  // namespace stx::doctor

@@ -1,0 +1,54 @@
+// stx/doctor/doctor_dataset.h — the doctor's ground truth: one example per ended run of a stability
+// atlas (docs/atlas.md): what the run did in its first 5 % of updates (doctor_signals.h Early)
+// and how it ended. DIR/dataset.jsonl, one JSON object per line, kept in the repository, so a
+// refit (`stx doctor fit`) needs neither the atlas's run directories nor a rerun.
+//
+// The label, from the atlas's reading of the whole run:
+//   diverges  the guard stopped it (non-finite loss or gradient) or a loss spike (≥ 1 nat above
+//             the lowest loss before it, atlas_reading.h)
+//   stalls    it ended on the unigram plateau (final loss ≥ unigram entropy − 0.1 bit) or
+//             without learning (grid/run_status.h)
+//   trains    otherwise
+// The early lines come from the run's own metrics.jsonl when its directory is there, otherwise
+// from the doctor's probe of the run's config (the first K updates again: the same seed and data
+// order, so the same updates up to float rounding of the build).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stx/doctor/doctor_signals.h"
+
+namespace stx::doctor {
+
+struct Example {
+  std::string name, scheme;
+  int64_t depth = 0, seed = 0, steps = 0;
+  double lr = 0;
+  bool warmup = true;
+  std::string label;  // trains | stalls | diverges
+  std::string failure;
+  std::optional<int64_t> failure_step;
+  std::optional<double> final_bpb;
+  std::string source;     // run | probe
+  nlohmann::json regime;  // doctor_model.h regime_of(the run's config)
+  Early early;
+};
+
+nlohmann::json to_json(const Example& e);
+Example example_from_json(const nlohmann::json& j);
+std::vector<Example> read_dataset(const std::string& path);  // throws InputError
+void write_dataset(const std::string& path, const std::vector<Example>& examples);
+
+struct CollectOptions {
+  std::string atlas_dir;  // with atlas.json (and runs/ when present)
+  std::string out;        // dataset.jsonl: examples already there are kept
+  bool quiet = false;
+};
+// Adds an example for every ended atlas run not yet in `out`; rewrites it after each. Returns
+// the number added.
+int collect(const CollectOptions& o);
+
+}  // namespace stx::doctor
