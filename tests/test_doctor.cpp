@@ -87,16 +87,17 @@ TEST(Doctor, SignalsAtTheHorizon) {
   ASSERT_TRUE(s);
   EXPECT_EQ(s->step, 20);
   const auto& x = s->x;
-  EXPECT_NEAR(x[0], 3.0 / std::log(2.0), 1e-12);      // loss in bits
+  EXPECT_NEAR(x[0], slog(3.0 / std::log(2.0)), 1e-12);  // loss in bits, slog
+  EXPECT_NEAR(unslog(x[0]), 3.0 / std::log(2.0), 1e-12);
   EXPECT_NEAR(x[1], std::log10(2.0), 1e-12);          // grad_norm
   EXPECT_NEAR(x[2], -1.0, 1e-12);                     // grad_reach: log10(0.1 / 1.0)
   EXPECT_NEAR(x[3], std::log10(30.0 / 10.0), 1e-12);  // ΔF per update
-  EXPECT_DOUBLE_EQ(x[4], 6.0);                        // attn_logit
-  EXPECT_DOUBLE_EQ(x[5], 4.0);                        // growth since the first line
+  EXPECT_NEAR(x[4], std::log10(7.0), 1e-12);          // attn_logit, slog
+  EXPECT_NEAR(x[5], std::log10(5.0), 1e-12);          // growth since the first line, slog
   EXPECT_DOUBLE_EQ(x[6], 1.5);                        // layer entropies (head means)
   EXPECT_DOUBLE_EQ(x[7], 3.0);
-  EXPECT_DOUBLE_EQ(x[8], 0.5);    // log Z drift
-  EXPECT_NEAR(x[9], 2.0, 1e-12);  // ln_input
+  EXPECT_NEAR(x[8], std::log10(1.5), 1e-12);  // log Z drift, slog
+  EXPECT_NEAR(x[9], 2.0, 1e-12);              // ln_input
   EXPECT_NEAR(x[10], std::log10(2e-3), 1e-12);
   EXPECT_DOUBLE_EQ(x[11], 0.5);                 // lr at K ÷ peak
   EXPECT_FALSE(signals_at(e.lines, 10, 2e-3));  // one line is not enough
@@ -111,7 +112,7 @@ DoctorModel small_model() {
   const auto& names = signal_names();
   m.fail.names = names;
   m.fail.mean.assign(names.size(), 0.0), m.fail.scale.assign(names.size(), 1.0), m.fail.w.assign(names.size(), 0.0);
-  m.fail.w[0] = 2.0, m.fail.mean[0] = 4.0;  // a high loss at K → fails
+  m.fail.w[0] = 2.0, m.fail.mean[0] = 0.5;  // a high loss at K (slog bits) → fails
   m.fail.b = 0.0;
   m.diverge_prior = 0.2;
   m.ranges.assign(names.size(), {});
@@ -138,7 +139,7 @@ TEST(Doctor, VerdictRefusesOutsideTheFittedRangesAndRegime) {
   c.model.arch = Arch::Decoder, c.model.decoder_layers = 6, c.train.lr = 1e-2, c.train.warmup_steps = 0;
   c.train.max_steps = 400;
   std::vector<nlohmann::json> rec{line_json(10, 5.0, 1e-2, 2.0, 5.0), line_json(20, 5.0, 1e-2, 2.0, 5.0)};
-  // ln_input (10^2 = 100) is within 0 … 10: judged; loss 5 / ln 2 = 7.2 bits > 4 → fails.
+  // Every signal within 0 … 10: judged; loss slog(5 nats / ln 2) = 0.91 > 0.5 → fails.
   auto early = early_of(rec, 20);
   auto cfit = c;
   auto mm = m;
@@ -149,9 +150,9 @@ TEST(Doctor, VerdictRefusesOutsideTheFittedRangesAndRegime) {
   EXPECT_GT(v.p_fail, 0.5);
   // No warm-up: the prescription adds one (10 % of the steps).
   EXPECT_NE(std::find(v.rx.overrides.begin(), v.rx.overrides.end(), "train.warmup_steps=40"), v.rx.overrides.end());
-  // A loss beyond the fitted range plus a quarter of its span (10 + 2.5): not judged.
+  // A loss beyond the fitted range plus a quarter of its span (slog 10 + 2.5): not judged.
   auto far = rec;
-  far[1]["loss"] = 12.0 * std::log(2.0) + 0.01 * std::log(2.0) + 1.0;
+  far[1]["loss"] = 1e13;  // slog(1.44e13 bits) = 13.2
   v = judge(mm, cfit, early_of(far, 20), 20);
   EXPECT_FALSE(v.judged);
   EXPECT_NE(v.not_judged.find("loss"), std::string::npos) << v.not_judged;

@@ -5,6 +5,8 @@
 //                                                       metrics.jsonl, and watch the rest of it
 //   stx doctor collect --atlas DIR --out FILE           the ground truth from an atlas's runs
 //   stx doctor fit --data FILE …                        fit the model, test it on held-out runs
+//   stx doctor verify --atlas DIR --data FILE --out DIR rerun the held-out failures with the
+//                                                       prescription applied
 // Exit: 0 answered (a verdict, or "cannot judge" with the reason); 2 bad input.
 #include <fmt/format.h>
 
@@ -21,6 +23,7 @@
 #include "stx/doctor/doctor_model.h"
 #include "stx/doctor/doctor_probe.h"
 #include "stx/doctor/doctor_verdict.h"
+#include "stx/doctor/doctor_verify.h"
 #include "stx/doctor/run_watch.h"
 #include "stx/report/metrics_log.h"
 #include "stx/sweep/sweep_plan.h"
@@ -34,7 +37,8 @@ void register_doctor(Registry& reg) {
     ConfigOptions cfg;
     std::string run, model, atlas, out, data, report, depths = "6,24", holdout;
     int64_t steps = 0;
-    double l2 = 1.0;
+    int jobs = 2;
+    double l2 = 1.0, threshold = 0;
     bool json = false, quiet = false;
   };
   auto o = std::make_shared<Opts>();
@@ -58,7 +62,17 @@ void register_doctor(Registry& reg) {
   fitc->add_option("--holdout-schemes", o->holdout,
                    "schemes held out at every depth (default: every fifth row of the scheme table)");
   fitc->add_option("--l2", o->l2, "L2 penalty of the logistic models")->capture_default_str();
-  reg.add(sub, [o, sub, collect, fitc] {
+  fitc->add_option("--threshold", o->threshold,
+                   "P(fails) at which the doctor flags a run (default: the best F1 on the fitted runs)");
+  auto* ver = sub->add_subcommand("verify", "rerun the held-out failing atlas runs with the doctor's prescription");
+  ver->add_option("--atlas", o->atlas, "atlas directory (atlas.json)")->required();
+  ver->add_option("--data", o->data, "dataset from `stx doctor collect`")->required();
+  ver->add_option("--out", o->out, "directory for the reruns, prescriptions.json and prescriptions.md")->required();
+  ver->add_option("--model", o->model, "the fitted doctor (default: data/doctor/model.json)");
+  ver->add_option("--train-depths", o->depths, "depths the model was fitted on")->capture_default_str();
+  ver->add_option("--holdout-schemes", o->holdout, "schemes held out (default: every fifth row of the scheme table)");
+  ver->add_option("--jobs", o->jobs, "reruns at once, one thread each")->capture_default_str();
+  reg.add(sub, [o, sub, collect, fitc, ver] {
     if (collect->parsed()) {
       doctor::CollectOptions c;
       c.atlas_dir = o->atlas, c.out = o->out, c.quiet = o->quiet;
@@ -67,11 +81,25 @@ void register_doctor(Registry& reg) {
     const std::string model_path = o->model.empty() ? doctor::default_model_path() : o->model;
     if (fitc->parsed()) {
       if (!(o->l2 >= 0)) throw InputError(fmt::format("--l2 {}: must be ≥ 0", o->l2));
+      if (!(o->threshold >= 0 && o->threshold < 1))
+        throw InputError(fmt::format("--threshold {}: must be in (0, 1) (0 or absent: the best F1)", o->threshold));
       doctor::FitOptions f;
+      f.threshold = o->threshold;
       f.data = o->data, f.model_out = model_path, f.report_dir = o->report, f.command = command_line();
       f.train_depths = sweep::parse_depths(o->depths);
       f.holdout_schemes = o->holdout.empty() ? doctor::default_holdout_schemes() : sweep::parse_schemes(o->holdout);
       return doctor::fit(f);
+    }
+    if (ver->parsed()) {
+      if (o->jobs < 1) throw InputError(fmt::format("--jobs {}: must be at least 1", o->jobs));
+      std::error_code ec;
+      doctor::VerifyOptions v;
+      v.exe = fs::read_symlink("/proc/self/exe", ec).string();
+      if (ec) throw InputError("cannot find the stx binary (/proc/self/exe): " + ec.message());
+      v.atlas_dir = o->atlas, v.data = o->data, v.model = model_path, v.out = o->out, v.command = command_line();
+      v.train_depths = sweep::parse_depths(o->depths), v.jobs = o->jobs, v.quiet = o->quiet;
+      v.holdout_schemes = o->holdout.empty() ? doctor::default_holdout_schemes() : sweep::parse_schemes(o->holdout);
+      return doctor::verify(v);
     }
     if (o->run.empty() == o->cfg.config.empty())
       throw InputError(
@@ -96,6 +124,9 @@ void register_doctor(Registry& reg) {
     } else {
       c = resolve_config(o->cfg.config, o->cfg.overrides);
       horizon = o->steps ? o->steps : doctor::default_horizon(c);
+      if (horizon > c.train.max_steps)
+        throw InputError(
+            fmt::format("--steps {}: the probe needs 2 … train.max_steps ({}) updates", horizon, c.train.max_steps));
       use_default_threads(c.model.d_model, c.train.max_tokens);
       if (!o->quiet)
         std::cerr << fmt::format("doctor: probing the first {} of {} updates …\n", horizon, c.train.max_steps);

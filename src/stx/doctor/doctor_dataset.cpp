@@ -78,9 +78,7 @@ void write_dataset(const std::string& path, const std::vector<Example>& examples
   });
 }
 
-namespace {
-
-std::string label_of(const nlohmann::json& run, double unigram_bits) {
+std::string atlas_label(const nlohmann::json& run, double unigram_bits) {
   const auto& rd = run.contains("reading") && run["reading"].is_object() ? run["reading"] : nlohmann::json::object();
   const std::string f = rd.value("failure", "");
   if (run.value("outcome", "") == "diverged" || f.rfind("diverged", 0) == 0 || f == "loss spike") return "diverges";
@@ -91,10 +89,8 @@ std::string label_of(const nlohmann::json& run, double unigram_bits) {
   return "trains";
 }
 
-// The config an atlas run trained with: the stored base config and the atlas's overrides
-// (atlas_plan.h run_overrides: the scheme row, depth, steps, rate, seed, warm-up).
-Config run_config(const nlohmann::json& plan, const nlohmann::json& run) {
-  Config c = config_from_json(plan.at("config"));
+std::vector<std::string> atlas_run_overrides(const nlohmann::json& plan, const nlohmann::json& run) {
+  const Config c = config_from_json(plan.at("config"));
   std::vector<std::string> o = sweep::scheme_row(run.at("scheme").get<std::string>()).overrides();
   o.push_back(fmt::format("model.decoder_layers={}", run.at("depth").get<int64_t>()));
   o.push_back(fmt::format("train.max_steps={}", plan.at("steps").get<int64_t>()));
@@ -102,17 +98,20 @@ Config run_config(const nlohmann::json& plan, const nlohmann::json& run) {
   o.push_back(fmt::format("train.seed={}", c.train.seed + run.at("seed").get<int64_t>()));
   o.push_back(
       fmt::format("train.warmup_steps={}", run.at("warmup").get<bool>() ? plan.at("warmup").get<int64_t>() : 0));
-  for (auto& kv : o) apply_override(c, kv);
+  return o;
+}
+
+Config atlas_run_config(const nlohmann::json& plan, const nlohmann::json& run) {
+  Config c = config_from_json(plan.at("config"));
+  for (auto& kv : atlas_run_overrides(plan, run)) apply_override(c, kv);
   validate(c);
   return c;
 }
 
-}  // namespace
-
-int collect(const CollectOptions& o) {
-  const auto atlas_path = fs::path(o.atlas_dir) / "atlas.json";
+nlohmann::json read_atlas_json(const std::string& atlas_dir) {
+  const auto atlas_path = fs::path(atlas_dir) / "atlas.json";
   std::ifstream in(atlas_path);
-  if (!in) throw InputError("no atlas at '" + o.atlas_dir + "' (atlas.json missing; run `stx experiment atlas` first)");
+  if (!in) throw InputError("no atlas at '" + atlas_dir + "' (atlas.json missing; run `stx experiment atlas` first)");
   nlohmann::json atlas;
   try {
     in >> atlas;
@@ -121,6 +120,11 @@ int collect(const CollectOptions& o) {
   }
   if (!atlas.contains("runs") || !atlas.contains("plan"))
     throw InputError("'" + atlas_path.string() + "' is not an atlas report (no \"runs\" or \"plan\")");
+  return atlas;
+}
+
+int collect(const CollectOptions& o) {
+  const auto atlas = read_atlas_json(o.atlas_dir);
   const double unigram = atlas.value("unigram_entropy_bits", NAN);
   const auto& plan = atlas["plan"];
   std::vector<Example> examples;
@@ -140,13 +144,13 @@ int collect(const CollectOptions& o) {
     Example e;
     e.name = r.at("name"), e.scheme = r.at("scheme"), e.depth = r.at("depth"), e.lr = r.at("lr");
     e.warmup = r.at("warmup"), e.seed = r.value("seed", int64_t{0}), e.steps = plan.at("steps");
-    e.label = label_of(r, unigram);
+    e.label = atlas_label(r, unigram);
     const auto& rd = r.contains("reading") && r["reading"].is_object() ? r["reading"] : nlohmann::json::object();
     e.failure = rd.value("failure", "");
     if (rd.contains("failure_step") && rd["failure_step"].is_number())
       e.failure_step = rd["failure_step"].get<int64_t>();
     if (rd.contains("final_bpb") && rd["final_bpb"].is_number()) e.final_bpb = rd["final_bpb"].get<double>();
-    const Config c = run_config(plan, r);
+    const Config c = atlas_run_config(plan, r);
     const int64_t horizon = default_horizon(c);
     e.regime = regime_of(c);
     const auto metrics = fs::path(o.atlas_dir) / "runs" / e.name / "metrics.jsonl";

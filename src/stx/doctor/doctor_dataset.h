@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "stx/config/config.h"
 #include "stx/doctor/doctor_signals.h"
 
 namespace stx::doctor {
@@ -41,6 +42,13 @@ nlohmann::json to_json(const Example& e);
 Example example_from_json(const nlohmann::json& j);
 std::vector<Example> read_dataset(const std::string& path);  // throws InputError
 void write_dataset(const std::string& path, const std::vector<Example>& examples);
+
+// An atlas run (an entry of atlas.json's "runs") as the atlas ran it: its --set assignments
+// on top of the atlas's config (atlas_plan.h run_overrides), the resolved config, and its label.
+std::vector<std::string> atlas_run_overrides(const nlohmann::json& plan, const nlohmann::json& run);
+Config atlas_run_config(const nlohmann::json& plan, const nlohmann::json& run);
+std::string atlas_label(const nlohmann::json& run, double unigram_bits);
+nlohmann::json read_atlas_json(const std::string& atlas_dir);  // InputError if absent or not an atlas
 
 struct CollectOptions {
   std::string atlas_dir;  // with atlas.json (and runs/ when present)

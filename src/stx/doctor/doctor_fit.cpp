@@ -100,6 +100,23 @@ nlohmann::json score_json(const Score& s) {
           {"tn", s.tn}};
 }
 
+// The P(fails) threshold with the best F1 score on the fitted runs (ties: the higher).
+double best_f1_threshold(const Logistic& f, const std::vector<std::vector<double>>& X, const std::vector<int>& y) {
+  std::vector<double> p;
+  for (auto& x : X) p.push_back(f.prob(x));
+  double best = 0.5, best_f1 = -1;
+  for (double t : p) {
+    int tp = 0, fp = 0, fn = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      const bool flag = p[i] >= t;
+      tp += flag && y[i], fp += flag && !y[i], fn += !flag && y[i];
+    }
+    const double f1 = 2.0 * tp / std::max(1, 2 * tp + fp + fn);
+    if (f1 > best_f1 || (f1 == best_f1 && t > best)) best_f1 = f1, best = t;
+  }
+  return best;
+}
+
 std::string f3(double x) { return std::isnan(x) ? "—" : fmt::format("{:.3f}", x); }
 
 }  // namespace
@@ -138,8 +155,8 @@ int fit(const FitOptions& o) {
   std::vector<size_t> all(names.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   DoctorModel m;
-  m.threshold = o.threshold;
   m.fail = fit_logistic(X, y, names, all, o.l2);
+  m.threshold = o.threshold > 0 ? o.threshold : best_f1_threshold(m.fail, X, y);
   const auto ndiv = std::count(yd.begin(), yd.end(), 1);
   m.diverge_prior = yd.empty() ? 0.5 : static_cast<double>(ndiv) / static_cast<double>(yd.size());
   if (ndiv >= 3 && static_cast<size_t>(ndiv) + 3 <= yd.size()) {
@@ -240,7 +257,7 @@ int fit(const FitOptions& o) {
                            {"train_depths", o.train_depths},
                            {"holdout_schemes", o.holdout_schemes},
                            {"l2", o.l2},
-                           {"threshold", o.threshold},
+                           {"threshold", m.threshold},
                            {"horizon_fraction", 0.05},
                            {"examples", examples.size()},
                            {"unreadable", unreadable}};
@@ -249,7 +266,8 @@ int fit(const FitOptions& o) {
       "Command: `{}`\n\nFitted on depths {} without the schemes {}; {} runs ({} failing) fitted. "
       "Signals at K = 5 % of the updates. Threshold P(fails) ≥ {}.\n\n",
       o.command, fmt::join(o.train_depths, ", "), fmt::join(o.holdout_schemes, ", "), X.size(),
-      std::count(y.begin(), y.end(), 1), o.threshold);
+      std::count(y.begin(), y.end(), 1),
+      fmt::format("{:.3f}{}", m.threshold, o.threshold > 0 ? "" : " (best F1 on the fitted runs)"));
   md +=
       "| runs | n | failures | judged | AUROC doctor | AUROC doctor (all, incl. out of range) | AUROC loss at K "
       "| AUROC ‖g‖ at K | precision | recall | Brier | observed in probe | median lead (steps) |\n"

@@ -6,7 +6,8 @@
 //             diverged by K is "observed" (P(fails) = 1), not fitted on
 //   report    on the test runs: AUROC for "fails" (diverges or stalls) of the doctor and of the
 //             two baselines (a logistic model of the loss at K alone, of the gradient norm at K
-//             alone, fitted on the same runs), precision and recall at the threshold, the Brier
+//             alone, fitted on the same runs), precision and recall at the threshold (by default the
+//             one with the best F1 score on the fitted runs, never on the test runs), the Brier
 //             score and calibration in five bins, the 3-class confusion, how many steps before
 //             the failure the warning came, and how many runs the doctor declined to judge
 // Writes the model (--model) and DIR/report.json, DIR/report.md.
@@ -24,7 +25,7 @@ struct FitOptions {
   std::vector<int64_t> train_depths{6, 24};  // fitted on these depths …
   std::vector<std::string> holdout_schemes;  // … except these schemes
   double l2 = 1.0;
-  double threshold = 0.5;
+  double threshold = 0;  // P(fails) at which to flag; 0: the one with the best F1 on the fitted runs
   std::string command;
 };
 

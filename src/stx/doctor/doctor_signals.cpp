@@ -119,6 +119,9 @@ Early early_of(const std::vector<nlohmann::json>& records, int64_t upto) {
   return e;
 }
 
+double slog(double x) { return std::copysign(std::log10(1.0 + std::abs(x)), x); }
+double unslog(double s) { return std::copysign(std::pow(10.0, std::abs(s)) - 1.0, s); }
+
 const std::vector<std::string>& signal_names() {
   static const std::vector<std::string> names{"loss",        "grad_norm",         "grad_reach",  "delta_f_step",
                                               "attn_logit",  "attn_logit_growth", "entropy_min", "entropy_max",
@@ -136,20 +139,21 @@ std::optional<Signals> signals_at(const std::vector<Line>& lines, int64_t horizo
   const Line& before = *in[in.size() - 2];
   auto val = [](std::optional<double> v) { return v && std::isfinite(*v) ? *v : kMissing; };
   auto log10_of = [](double v) { return std::isfinite(v) && v > 0 ? std::log10(v) : kMissing; };
-  auto diff = [](std::optional<double> a, std::optional<double> b) {
-    return a && b && std::isfinite(*a) && std::isfinite(*b) ? *a - *b : kMissing;
+  auto sdiff = [](std::optional<double> a, std::optional<double> b) {
+    return a && b && std::isfinite(*a) && std::isfinite(*b) ? slog(*a - *b) : kMissing;
   };
+  auto sval = [](std::optional<double> v) { return v && std::isfinite(*v) ? slog(*v) : kMissing; };
   Signals s;
   s.step = last.step;
-  s.x = {std::isfinite(last.loss) ? last.loss / std::log(2.0) : kMissing,
+  s.x = {std::isfinite(last.loss) ? slog(last.loss / std::log(2.0)) : kMissing,
          log10_of(last.grad_norm),
          val(last.grad_reach),
          last.delta_f_step ? log10_of(*last.delta_f_step / static_cast<double>(last.step - before.step)) : kMissing,
-         val(last.attn_logit),
-         diff(last.attn_logit, first.attn_logit),
+         sval(last.attn_logit),
+         sdiff(last.attn_logit, first.attn_logit),
          val(last.entropy_min),
          val(last.entropy_max),
-         diff(last.log_z_max, first.log_z_max),
+         sdiff(last.log_z_max, first.log_z_max),
          last.ln_input ? log10_of(*last.ln_input) : kMissing,
          log10_of(peak_lr),
          peak_lr > 0 ? last.lr / peak_lr : kMissing};

@@ -2,17 +2,19 @@
 // (docs/doctor.md states these definitions and the papers behind them).
 //
 // A metrics.jsonl training line (docs/metrics.md) is reduced to a Line of scalars; the signals
-// are read at the probe horizon K (the last training line at or before step K):
-//   loss               training loss at K, bits per token                       (baseline)
+// are read at the probe horizon K (the last training line at or before step K); the four
+// marked slog are on the scale slog(x) = sign(x)·log10(1 + |x|), because a run on its way to
+// diverging logs values up to 1e13 that would swamp a linear model:
+//   loss               slog of the training loss at K in bits per token         (baseline)
 //   grad_norm          log10 ‖g‖ at K                                          (baseline)
 //   grad_reach         log10 ‖g_layer 1‖ / ‖g_layer N‖ at K       Xiong et al. 2020, Fig. 3
 //   delta_f_step       log10 ‖F(θ_K) − F(θ_K')‖ per update, K' the line before  DeepNet §3
-//   attn_logit         the largest attention logit at K        Dehghani et al.; Wortsman et al.
-//   attn_logit_growth  attn_logit at K − at the first line                     Wortsman et al. §3.1
+//   attn_logit         slog of the largest attention logit at K  Dehghani et al.; Wortsman et al.
+//   attn_logit_growth  slog of (largest logit at K − at the first line)      Wortsman et al. §3.1
 //   entropy_min        the lowest layer attention entropy at K (nats)          Zhai et al. §3
 //   entropy_max        the highest layer attention entropy at K: a layer left at near-uniform
 //                      attention is one whose attention has not started to learn
-//   log_z_drift        max log Z of the output at K − at the first line        Wortsman et al. §3.2
+//   log_z_drift        slog of (max log Z of the output at K − at the first line)  Wortsman et al. §3.2
 //   ln_input           log10 of the largest norm input ‖z‖/√d at K             Xiong et al. Lemma 2
 //   lr_peak            log10 train.lr (the schedule's peak)                    Wortsman et al. §3.2
 //   lr_fraction        the logged rate at K ÷ train.lr (warm-up done: 1)       Xiong et al. §3.3
@@ -49,7 +51,9 @@ Early early_of(const std::vector<nlohmann::json>& records, int64_t upto);
 
 // The signals, in this order (docs/doctor.md).
 const std::vector<std::string>& signal_names();
-constexpr double kMissing = 1e300;  // a signal the run does not log (e.g. no norm: ln_input)
+constexpr double kMissing = 1e300;
+double slog(double x);    // sign(x)·log10(1 + |x|)
+double unslog(double s);  // its inverse  // a signal the run does not log (e.g. no norm: ln_input)
 
 struct Signals {
   int64_t step = 0;       // of the line read

@@ -37,6 +37,7 @@ std::string lr_text(double lr) { return fmt::format("{:g}", lr); }
 
 // One line: what the strongest signal toward failure says happened (the papers' mechanisms).
 std::string mechanism_of(const std::string& s, double v, int64_t step, const Config& c) {
+  if (s == "loss" || s == "attn_logit" || s == "attn_logit_growth" || s == "log_z_drift") v = unslog(v);
   if (s == "grad_reach")
     return fmt::format(
         "gradient reach 10^{:.1f} at step {}: layer 1 gets {:.2g}× the top layer's gradient — the norms on the "

@@ -1,0 +1,24 @@
+// stx/doctor/doctor_verify.h — `stx doctor verify`: are the prescriptions right? Every held-out
+// run that failed in the atlas (doctor_fit.h's split) is judged from its first K updates; where
+// the doctor prescribes, the run is trained again, whole, with the prescription's --set applied
+// (DIR/runs/NAME, resumable: rerunning the command continues), and read as the atlas reads its
+// runs (trains / stalls / diverges). Writes DIR/prescriptions.json and DIR/prescriptions.md:
+// how many of the held-out failures the doctor flagged, prescribed for, and how many then train.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stx::doctor {
+
+struct VerifyOptions {
+  std::string atlas_dir, data, model, out, exe, command;
+  std::vector<int64_t> train_depths{6, 24};
+  std::vector<std::string> holdout_schemes;
+  int jobs = 2;
+  bool quiet = false;
+};
+
+int verify(const VerifyOptions& o);
+
+}  // namespace stx::doctor
