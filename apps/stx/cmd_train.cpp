@@ -12,6 +12,7 @@
 #include "stx/core/error.h"
 #include "stx/core/run_dir.h"
 #include "stx/core/runtime.h"
+#include "stx/doctor/live_doctor.h"
 #include "stx/parallel/launcher.h"
 #include "stx/train/trainer.h"
 
@@ -67,6 +68,11 @@ void register_train(Registry& reg) {
       if (o->resume) l.args.push_back(o->resume_prev ? "--resume-prev" : "--resume");
       if (o->quiet) l.args.push_back("--quiet");
       return parallel::launch_local(l);
+    }
+    if (t.config.train.doctor && (!t.world || t.world->rank == 0)) {  // rank 0 writes the log
+      auto d =
+          std::make_shared<doctor::LiveDoctor>(doctor::load_model(doctor::default_model_path()), t.config, t.quiet);
+      t.on_log = [d](nlohmann::json& line) { (*d)(line); };
     }
     auto r = train(t);
     const bool speak = !t.world || t.world->rank == 0;  // every rank ends alike; rank 0 says so

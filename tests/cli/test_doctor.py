@@ -77,8 +77,16 @@ with tempfile.TemporaryDirectory() as d:
     # A run judged from its metrics.jsonl.
     run = os.path.join(d, "run")
     r = run_stx(STX, ["train", "--config", ATLAS, "--out", run, "--quiet", "--set", "model.decoder_layers=2",
-                      "--set", "train.max_steps=24", "--set", "train.log_every=2", "--set", "train.eval_every=24"])
+                      "--set", "train.max_steps=24", "--set", "train.log_every=2", "--set", "train.eval_every=24",
+                      "--set", "train.doctor=true"])
     check("a short run trains", r.returncode == 0, r.stderr[-800:])
+    lines = [json.loads(x) for x in open(os.path.join(run, "metrics.jsonl"))] if r.returncode == 0 else []
+    train_lines = [x for x in lines if "loss" in x]
+    check("train.doctor: every training line from the second on (K = 2) carries the verdict and the watch",
+          len(train_lines) > 2 and "doctor" not in train_lines[0] and
+          all(isinstance(x.get("doctor", {}).get("judged"), bool) and "left_early_range" in x["doctor"]
+              for x in train_lines[1:]),
+          [x.get("doctor") for x in train_lines][:3])
     r = run_stx(STX, ["doctor", "--run", run, "--json", "--model", MODEL])
     v = json.loads(r.stdout) if r.returncode == 0 else {}
     check("--run: a verdict and the watch since the horizon", r.returncode == 0 and "since" in v and

@@ -109,6 +109,7 @@ struct TrainConfig {
   int64_t checkpoint_every = 200;
   int64_t seed = 1;
   bool checkpoint_activations = false;
+  bool doctor = false;  // stx doctor's verdict and watch in every training line (docs/doctor.md)
   OnDivergence on_divergence = OnDivergence::Stop;
   DeviceKind device = DeviceKind::CPU;
   int64_t update_freq = 1;             // batches per update (gradient accumulation)

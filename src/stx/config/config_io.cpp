@@ -211,6 +211,7 @@ std::vector<Key> keys_of(Config& c) {
       int_key("train.checkpoint_every", t.checkpoint_every),
       int_key("train.seed", t.seed),
       bool_key("train.checkpoint_activations", t.checkpoint_activations),
+      bool_key("train.doctor", t.doctor),
       enum_key("train.on_divergence", t.on_divergence, kOnDivergence),
       enum_key("train.device", t.device, kDevice),
       int_key("train.update_freq", t.update_freq),

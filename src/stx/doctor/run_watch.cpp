@@ -12,10 +12,15 @@
 namespace stx::doctor {
 
 Watch watch_run(const std::vector<nlohmann::json>& records, int64_t horizon) {
-  Watch w;
   const auto all = early_of(records, std::numeric_limits<int64_t>::max());
+  auto w = watch_lines(all.lines, horizon);
   w.diverged_step = all.diverged_step, w.cause = all.cause;
-  if (!all.lines.empty()) w.last_step = all.lines.back().step;
+  return w;
+}
+
+Watch watch_lines(const std::vector<Line>& lines, int64_t horizon) {
+  Watch w;
+  if (!lines.empty()) w.last_step = lines.back().step;
   struct Sig {
     const char* name;
     std::optional<double> (*get)(const Line&);
@@ -31,13 +36,13 @@ Watch watch_run(const std::vector<nlohmann::json>& records, int64_t horizon) {
   };
   for (auto& s : sigs) {
     std::vector<double> base;
-    for (auto& l : all.lines)
+    for (auto& l : lines)
       if (l.step <= horizon)
         if (auto v = s.get(l); v && std::isfinite(*v)) base.push_back(*v);
     if (base.empty()) continue;
     std::sort(base.begin(), base.end());
     const double med = base[base.size() / 2];
-    for (auto& l : all.lines) {
+    for (auto& l : lines) {
       if (l.step <= horizon) continue;
       const auto v = s.get(l);
       if (!v) continue;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "stx/doctor/doctor_signals.h"
+
 namespace stx::doctor {
 
 struct Watch {
@@ -19,6 +21,7 @@ struct Watch {
 };
 
 Watch watch_run(const std::vector<nlohmann::json>& records, int64_t horizon);
+Watch watch_lines(const std::vector<Line>& lines, int64_t horizon);  // the training lines alone
 nlohmann::json to_json(const Watch& w);
 std::string render(const Watch& w);
 

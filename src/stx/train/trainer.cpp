@@ -300,6 +300,7 @@ void Trainer::log_step(const nlohmann::json& grads, double lr, double seconds) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   r["peak_rss_mb"] = static_cast<double>(ru.ru_maxrss) / 1024.0;  // the process's peak resident memory so far
+  if (o_.on_log) o_.on_log(r);
   log_->write(r);
 }
 

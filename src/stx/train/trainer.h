@@ -12,7 +12,10 @@
 // bucketed all-reduce overlapped with backward (parallel/grad_sync.h), losses and the stop flag
 // all-reduced, so every rank takes the same decisions; rank 0 alone validates, logs and writes.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -31,6 +34,8 @@ struct TrainOptions {
   // Stop after this many updates with the schedule of train.max_steps unchanged (stx doctor's
   // probe: the first K steps of the real run); the outcome is Finished, no final checkpoint.
   std::optional<int64_t> stop_after;
+  // Called with every training line before it is written (rank 0): may add keys (train.doctor).
+  std::function<void(nlohmann::json&)> on_log;
 };
 
 // Result of a run, for the CLI's exit code.

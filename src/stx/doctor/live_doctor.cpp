@@ -1,0 +1,50 @@
+// stx/doctor/live_doctor.cpp — see live_doctor.h.
+#include "stx/doctor/live_doctor.h"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "stx/doctor/doctor_probe.h"
+#include "stx/doctor/run_watch.h"
+
+namespace stx::doctor {
+
+LiveDoctor::LiveDoctor(DoctorModel m, Config c, bool quiet)
+    : m_(std::move(m)), c_(std::move(c)), quiet_(quiet), horizon_(default_horizon(c_)) {}
+
+void LiveDoctor::operator()(nlohmann::json& line) {
+  auto l = line_of(line);
+  if (!l) return;
+  lines_.push_back(*l);
+  if (!verdict_ && (l->step < horizon_ || lines_.size() < 2)) return;  // the verdict reads two lines
+  if (!verdict_) {
+    horizon_ = l->step;
+    Early e;
+    for (auto& x : lines_)
+      if (x.step <= l->step) e.lines.push_back(x);
+    verdict_ = judge(m_, c_, e, l->step);
+    if (!quiet_) {
+      std::cerr << fmt::format("\ndoctor at step {}: ", l->step)
+                << (verdict_->judged ? fmt::format("{} (P(fails) = {:.2f}): {}", verdict_->outcome, verdict_->p_fail,
+                                                   verdict_->mechanism)
+                                     : "cannot judge — " + verdict_->not_judged)
+                << "\n";
+      if (!verdict_->rx.overrides.empty()) {
+        std::string set;
+        for (auto& o : verdict_->rx.overrides) set += " --set " + o;
+        std::cerr << "doctor prescribes:" << set << "\n";
+      }
+    }
+  }
+  const auto w = watch_lines(lines_, horizon_);
+  for (auto& [s, step] : w.moved)
+    if (told_.insert(s).second && !quiet_)
+      std::cerr << fmt::format("\ndoctor: {} left its early range at step {}\n", s, step);
+  nlohmann::json d = {{"judged", verdict_->judged}};
+  if (verdict_->judged) d["outcome"] = verdict_->outcome, d["p_fails"] = verdict_->p_fail;
+  d["left_early_range"] = to_json(w)["left_early_range"];
+  line["doctor"] = d;
+}
+
+}  // namespace stx::doctor
