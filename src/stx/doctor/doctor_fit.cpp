@@ -16,6 +16,7 @@
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
 #include "stx/doctor/doctor_dataset.h"
+#include "stx/doctor/doctor_figures.h"
 #include "stx/doctor/doctor_model.h"
 
 namespace stx::doctor {
@@ -303,6 +304,22 @@ int fit(const FitOptions& o) {
                       f3(sd.recall), f3(sd.brier), g.observed, std::isnan(lead) ? "—" : fmt::format("{:.0f}", lead));
   }
   md += "\nConfusion (truth → predicted) and calibration per group: report.json.\n";
+  // Figures of the held-out runs (all of them together).
+  if (auto it = groups.find("all held-out runs"); it != groups.end()) {
+    const auto& g = it->second;
+    const auto fig = fs::path(o.report_dir) / "figures";
+    fs::create_directories(fig);
+    try {
+      draw_roc((fig / "roc_heldout.png").string(),
+               fmt::format("held-out runs ({}): will it fail? from the first 5 % of the updates", g.y.size()),
+               {{"doctor", g.doc, g.y}, {"loss at K", g.loss, g.y}, {"gradient norm at K", g.grad, g.y}});
+      draw_calibration((fig / "calibration_heldout.png").string(), "held-out runs: P(fails) against what happened",
+                       {"doctor", g.doc, g.y});
+      md += "\n![ROC](figures/roc_heldout.png)\n![calibration](figures/calibration_heldout.png)\n";
+    } catch (const InputError& e) {
+      std::cerr << "stx doctor fit: figures not drawn: " << e.what() << "\n";
+    }
+  }
   report["groups"] = gj;
   nlohmann::json coef = nlohmann::json::object();
   for (size_t i = 0; i < names.size(); ++i) coef[names[i]] = m.fail.w[i];
