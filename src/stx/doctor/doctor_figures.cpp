@@ -63,11 +63,12 @@ void draw_roc(const std::string& png, const std::string& title, const std::vecto
         std::string p = plots;
         for (size_t pos; (pos = p.find("DATA/")) != std::string::npos;) p.replace(pos, 5, dir + "/");
         return gnuplot_preamble(tmp, 800, 700) +
-               fmt::format("set title {}\nset xlabel 'false-positive rate (runs that trained, flagged)'\n"
-                           "set ylabel 'true-positive rate (failures flagged)'\nset grid\nset key inside bottom right\n"
-                           "set xrange [0:1]\nset yrange [0:1.02]\nset size square\n"
-                           "plot {}, x with lines dt 2 lc rgb 'gray' notitle\n",
-                           quoted(title), p);
+               fmt::format(
+                   "set title {}\nset xlabel 'false-positive rate (runs that trained, flagged)'\n"
+                   "set ylabel 'true-positive rate (failures flagged)'\nset grid\nset key inside bottom right\n"
+                   "set xrange [0:1]\nset yrange [0:1.02]\nset size square\n"
+                   "plot {}, x with lines dt 2 lc rgb 'gray' notitle\n",
+                   quoted(title), p);
       },
       png);
 }
@@ -86,13 +87,14 @@ void draw_calibration(const std::string& png, const std::string& title, const Cu
       {{"cal.dat", s.str()}},
       [&](const std::string& dir, const std::string& tmp) {
         return gnuplot_preamble(tmp, 800, 700) +
-               fmt::format("set title {}\nset xlabel 'predicted P(fails), mean of the bin'\n"
-                           "set ylabel 'observed failure rate'\nset grid\nset key inside top left\nset xrange [0:1]\n"
-                           "set yrange [0:1.05]\nset size square\n"
-                           "plot '{}/cal.dat' using 1:2 with linespoints pt 7 ps 1.5 lw 2 title 'doctor', "
-                           "'{}/cal.dat' using 1:2:(sprintf('%d', $3)) with labels offset 1.5,0.8 notitle, "
-                           "x with lines dt 2 lc rgb 'gray' title 'calibrated'\n",
-                           quoted(title), dir, dir);
+               fmt::format(
+                   "set title {}\nset xlabel 'predicted P(fails), mean of the bin'\n"
+                   "set ylabel 'observed failure rate'\nset grid\nset key inside top left\nset xrange [0:1]\n"
+                   "set yrange [0:1.05]\nset size square\n"
+                   "plot '{}/cal.dat' using 1:2 with linespoints pt 7 ps 1.5 lw 2 title 'doctor', "
+                   "'{}/cal.dat' using 1:2:(sprintf('%d', $3)) with labels offset 1.5,0.8 notitle, "
+                   "x with lines dt 2 lc rgb 'gray' title 'calibrated'\n",
+                   quoted(title), dir, dir);
       },
       png);
 }

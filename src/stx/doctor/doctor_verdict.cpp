@@ -9,6 +9,7 @@
 #include "stx/config/config_io.h"
 #include "stx/config/schemes.h"
 #include "stx/model/init.h"
+#include "stx/sweep/sweep_plan.h"
 
 namespace stx::doctor {
 
@@ -35,6 +36,22 @@ const AtlasCell* nearest_cell(const DoctorModel& m, const std::string& row, int6
 
 std::string lr_text(double lr) { return fmt::format("{:g}", lr); }
 
+// The fitted cell that trained over the most rates at the deepest fitted depth ≤ N (ties: the
+// lower best loss); nullptr when no cell trained there.
+const AtlasCell* widest_cell(const DoctorModel& m, int64_t N) {
+  int64_t depth = -1;
+  for (auto& a : m.atlas)
+    if (a.depth <= N && !a.trained_lrs.empty()) depth = std::max(depth, a.depth);
+  const AtlasCell* best = nullptr;
+  for (auto& a : m.atlas) {
+    if (a.depth != depth || a.trained_lrs.empty() || !a.best_bpb) continue;
+    if (!best || a.trained_lrs.size() > best->trained_lrs.size() ||
+        (a.trained_lrs.size() == best->trained_lrs.size() && *a.best_bpb < *best->best_bpb))
+      best = &a;
+  }
+  return best;
+}
+
 // One line: what the strongest signal toward failure says happened (the papers' mechanisms).
 std::string mechanism_of(const std::string& s, double v, int64_t step, const Config& c) {
   if (s == "loss" || s == "attn_logit" || s == "attn_logit_growth" || s == "log_z_drift") v = unslog(v);
@@ -42,7 +59,7 @@ std::string mechanism_of(const std::string& s, double v, int64_t step, const Con
     return fmt::format(
         "gradient reach 10^{:.1f} at step {}: layer 1 gets {:.2g}× the top layer's gradient — the norms on the "
         "residual "
-        "path shrink it on its way down (Xiong et al. 2020, Post-LN)",
+        "path shrink it on its way down (Xiong et al. 2020: norms after the residual join)",
         v, step, std::pow(10.0, v));
   if (s == "entropy_max")
     return fmt::format(
@@ -136,8 +153,18 @@ Prescription prescribe(const DoctorModel& m, const Config& c, const std::string&
         fmt::format("raise the learning rate to {} (×3): too slow to leave the plateau", lr_text(lr * 3)));
     return rx;
   }
-  if (rx.overrides.empty())
-    add("model.scheme=pre", "Pre-LN (Xiong et al. 2020): the scheme that trained over the widest range in the atlas");
+  if (rx.overrides.empty()) {
+    if (const AtlasCell* w = widest_cell(m, N); w && w->scheme != row) {
+      for (auto& o : sweep::scheme_row(w->scheme).overrides()) rx.overrides.push_back(o);
+      rx.overrides.push_back("train.lr=" + lr_text(*w->best_lr));
+      rx.text += (rx.text.empty() ? "" : "\n") +
+                 fmt::format("{}: it trained at {} of the atlas's rates at {} layers, best at lr {} ({:.3f} bits/byte)",
+                             sweep::scheme_row(w->scheme).title, w->trained_lrs.size(), w->depth, lr_text(*w->best_lr),
+                             *w->best_bpb);
+    } else {
+      add("train.lr=" + lr_text(lr / 3), fmt::format("lower the learning rate to {} (one third)", lr_text(lr / 3)));
+    }
+  }
   return rx;
 }
 
