@@ -9,6 +9,7 @@
 
 #include "stx/config/config_io.h"
 #include "stx/core/error.h"
+#include "stx/doctor/doctor_dataset.h"
 #include "stx/doctor/doctor_model.h"
 #include "stx/doctor/doctor_signals.h"
 #include "stx/doctor/doctor_verdict.h"
@@ -179,6 +180,19 @@ TEST(Doctor, WatchFindsTheSignalThatLeftItsEarlyRange) {
   ASSERT_EQ(w.moved.size(), 3u);
   EXPECT_EQ(w.moved[0], (std::pair<std::string, int64_t>{"attn_logit", 40}));  // 5 > 2 × 2
   EXPECT_EQ(w.moved[1].second, 50);
+}
+
+TEST(Doctor, AtlasLabels) {
+  const double u = 4.431;  // the unigram entropy: a final loss ≥ 4.331 is the plateau
+  auto run = [](const char* outcome, const char* failure, double bpb) {
+    return nlohmann::json{{"outcome", outcome}, {"reading", {{"failure", failure}, {"final_bpb", bpb}}}};
+  };
+  EXPECT_EQ(atlas_label(run("converged", "", 3.4), u), "trains");
+  EXPECT_EQ(atlas_label(run("converged", "", 4.34), u), "stalls");
+  EXPECT_EQ(atlas_label(run("converged", "", 4.32), u), "trains");
+  EXPECT_EQ(atlas_label(run("converged", "loss spike", 3.4), u), "diverges");
+  EXPECT_EQ(atlas_label(run("diverged", "diverged (non-finite)", 3.4), u), "diverges");
+  EXPECT_EQ(atlas_label(run("stalled", "stalled", 5.0), u), "stalls");
 }
 
 }  // namespace
