@@ -54,6 +54,7 @@ void register_doctor(Registry& reg) {
   auto* collect = sub->add_subcommand("collect", "add the atlas's ended runs to the doctor's dataset");
   collect->add_option("--atlas", o->atlas, "atlas directory (atlas.json; runs/ when present)")->required();
   collect->add_option("--out", o->out, "dataset (JSON lines; the examples already there are kept)")->required();
+  collect->add_flag("--quiet", o->quiet, "no line per run added");
   auto* fitc = sub->add_subcommand("fit", "fit the doctor on part of the dataset, report on the rest");
   fitc->add_option("--data", o->data, "dataset from `stx doctor collect`")->required();
   fitc->add_option("--model", o->model, "where to write the model (default: data/doctor/model.json)");
@@ -72,6 +73,7 @@ void register_doctor(Registry& reg) {
   ver->add_option("--train-depths", o->depths, "depths the model was fitted on")->capture_default_str();
   ver->add_option("--holdout-schemes", o->holdout, "schemes held out (default: every fifth row of the scheme table)");
   ver->add_option("--jobs", o->jobs, "reruns at once, one thread each")->capture_default_str();
+  ver->add_flag("--quiet", o->quiet, "no progress lines");
   reg.add(sub, [o, sub, collect, fitc, ver] {
     if (collect->parsed()) {
       doctor::CollectOptions c;
