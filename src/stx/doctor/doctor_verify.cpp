@@ -95,7 +95,10 @@ int verify(const VerifyOptions& o) {
       const bool rx = flag && !c.v.rx.overrides.empty();
       flagged += flag, prescribed += rx, ended += !c.rerun_label.empty(), fixed += c.rerun_label == "trains";
       std::string set;
-      for (auto& s : c.v.rx.overrides) set += (set.empty() ? "" : " ") + std::string("`") + s + "`";
+      for (auto& s : c.v.rx.overrides) {
+        if (!set.empty()) set += ' ';
+        set += fmt::format("`{}`", s);
+      }
       rows.push_back({{"name", c.ex->name},
                       {"label", c.ex->label},
                       {"verdict", to_json(c.v)},
