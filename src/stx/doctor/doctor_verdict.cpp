@@ -22,26 +22,29 @@ size_t index_of(const std::string& name) {
 
 bool post_ln_family(const Config& c) { return c.model.scheme == Scheme::Post || c.model.scheme == Scheme::PostInit; }
 
-// The fitted atlas cell of this row at the deepest fitted depth ≤ N (else the shallowest).
+// How far a fitted depth is from N: |log d − log N|, the deeper one first on a tie (a deeper
+// model's trainable rates are the safer bound).
+double depth_distance(int64_t d, int64_t N) {
+  return std::abs(std::log(static_cast<double>(d)) - std::log(static_cast<double>(std::max<int64_t>(N, 1)))) -
+         1e-9 * static_cast<double>(d);
+}
+
+// The fitted atlas cell of this row at the fitted depth nearest to N (log scale).
 const AtlasCell* nearest_cell(const DoctorModel& m, const std::string& row, int64_t N) {
   const AtlasCell* best = nullptr;
-  for (auto& a : m.atlas) {
-    if (a.scheme != row) continue;
-    const bool better = !best || (a.depth <= N && (best->depth > N || a.depth > best->depth)) ||
-                        (a.depth > N && best->depth > N && a.depth < best->depth);
-    if (better) best = &a;
-  }
+  for (auto& a : m.atlas)
+    if (a.scheme == row && (!best || depth_distance(a.depth, N) < depth_distance(best->depth, N))) best = &a;
   return best;
 }
 
 std::string lr_text(double lr) { return fmt::format("{:g}", lr); }
 
-// The fitted cell that trained over the most rates at the deepest fitted depth ≤ N (ties: the
+// The fitted cell that trained over the most rates at the fitted depth nearest to N (ties: the
 // lower best loss); nullptr when no cell trained there.
 const AtlasCell* widest_cell(const DoctorModel& m, int64_t N) {
   int64_t depth = -1;
   for (auto& a : m.atlas)
-    if (a.depth <= N && !a.trained_lrs.empty()) depth = std::max(depth, a.depth);
+    if (!a.trained_lrs.empty() && (depth < 0 || depth_distance(a.depth, N) < depth_distance(depth, N))) depth = a.depth;
   const AtlasCell* best = nullptr;
   for (auto& a : m.atlas) {
     if (a.depth != depth || a.trained_lrs.empty() || !a.best_bpb) continue;
