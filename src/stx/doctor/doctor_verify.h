@@ -1,7 +1,8 @@
 // stx/doctor/doctor_verify.h — `stx doctor verify`: are the prescriptions right? Every held-out
 // run that failed in the atlas (doctor_fit.h's split) is judged from its first K updates; where
 // the doctor prescribes, the run is trained again, whole, with the prescription's --set applied
-// (DIR/runs/NAME, resumable: rerunning the command continues), and read as the atlas reads its
+// (DIR/runs/NAME, resumable: rerunning the command continues; a rerun recorded in
+// DIR/prescriptions.json without its directory is taken from there), and read as the atlas reads its
 // runs (trains / stalls / diverges). Writes DIR/prescriptions.json and DIR/prescriptions.md:
 // how many of the held-out failures the doctor flagged, prescribed for, and how many then train.
 #pragma once
