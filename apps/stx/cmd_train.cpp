@@ -4,6 +4,7 @@
 // 128+signal after a clean stop on SIGINT/SIGTERM (checkpoint written).
 // Data parallel: --nproc N starts N local workers (parallel/launcher.h); a process started with
 // torchrun's variables (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT) is one worker of a job.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -14,6 +15,7 @@
 #include "stx/core/runtime.h"
 #include "stx/doctor/live_doctor.h"
 #include "stx/parallel/launcher.h"
+#include "stx/report/metrics_log.h"
 #include "stx/train/trainer.h"
 
 namespace stx::cli {
@@ -72,6 +74,8 @@ void register_train(Registry& reg) {
     if (t.config.train.doctor && (!t.world || t.world->rank == 0)) {  // rank 0 writes the log
       auto d =
           std::make_shared<doctor::LiveDoctor>(doctor::load_model(doctor::default_model_path()), t.config, t.quiet);
+      if (const auto m = std::filesystem::path(t.run_dir) / "metrics.jsonl"; t.resume && std::filesystem::exists(m))
+        d->preload(MetricsLog::read(m.string()));
       t.on_log = [d](nlohmann::json& line) { (*d)(line); };
     }
     auto r = train(t);

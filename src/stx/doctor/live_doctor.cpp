@@ -13,19 +13,29 @@ namespace stx::doctor {
 LiveDoctor::LiveDoctor(DoctorModel m, Config c, bool quiet)
     : m_(std::move(m)), c_(std::move(c)), quiet_(quiet), horizon_(default_horizon(c_)) {}
 
+void LiveDoctor::preload(const std::vector<nlohmann::json>& records) {
+  for (auto& r : records)
+    if (auto l = line_of(r)) lines_.push_back(*l);
+}
+
 void LiveDoctor::operator()(nlohmann::json& line) {
   auto l = line_of(line);
   if (!l) return;
+  while (!lines_.empty() && lines_.back().step >= l->step) lines_.pop_back();  // a resume logs them again
   lines_.push_back(*l);
-  if (!verdict_ && (l->step < horizon_ || lines_.size() < 2)) return;  // the verdict reads two lines
   if (!verdict_) {
-    horizon_ = l->step;
+    // The verdict reads the first K updates: the first logged step ≥ K with two lines by then.
+    std::optional<int64_t> at;
+    for (size_t i = 1; i < lines_.size() && !at; ++i)
+      if (lines_[i].step >= horizon_) at = lines_[i].step;
+    if (!at) return;
+    horizon_ = *at;
     Early e;
     for (auto& x : lines_)
-      if (x.step <= l->step) e.lines.push_back(x);
-    verdict_ = judge(m_, c_, e, l->step);
+      if (x.step <= horizon_) e.lines.push_back(x);
+    verdict_ = judge(m_, c_, e, horizon_);
     if (!quiet_) {
-      std::cerr << fmt::format("\ndoctor at step {}: ", l->step)
+      std::cerr << fmt::format("\ndoctor at step {}: ", horizon_)
                 << (verdict_->judged ? fmt::format("{} (P(fails) = {:.2f}): {}", verdict_->outcome, verdict_->p_fail,
                                                    verdict_->mechanism)
                                      : "cannot judge — " + verdict_->not_judged)

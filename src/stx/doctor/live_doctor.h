@@ -20,6 +20,9 @@ namespace stx::doctor {
 class LiveDoctor {
  public:
   LiveDoctor(DoctorModel m, Config c, bool quiet);
+  // A resumed run: the lines it logged before (those after its checkpoint are dropped as the
+  // trainer logs them again).
+  void preload(const std::vector<nlohmann::json>& records);
   void operator()(nlohmann::json& line);  // the trainer's on_log hook
 
  private:
