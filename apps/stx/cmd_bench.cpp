@@ -86,11 +86,7 @@ void register_bench(Registry& reg) {
     const auto r = bench::run_step_bench(b);
     std::cout << r.to_text() << std::flush;
     if (!o->json.empty())
-      write_atomically(o->json, [&](const std::string& tmp) {
-        std::ofstream out(tmp);
-        out << r.to_json().dump(2) << "\n";
-        if (!out) throw InputError("cannot write " + o->json);
-      });
+      write_text_atomically(o->json, r.to_json().dump(2) + "\n");
     return 0;
   });
 }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "stx/core/error.h"
 
@@ -25,6 +26,14 @@ void write_atomically(const std::string& path, const std::function<void(const st
     std::remove(tmp.c_str());
     throw;
   }
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  write_atomically(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out.flush()) throw InputError("cannot write '" + tmp + "'");
+  });
 }
 
 }  // namespace stx

@@ -10,4 +10,7 @@ namespace stx {
 // path. On any exception the temporary file is removed and the exception propagates.
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
 
+// write_atomically for a whole text; throws InputError when the file cannot be written.
+void write_text_atomically(const std::string& path, const std::string& text);
+
 }  // namespace stx

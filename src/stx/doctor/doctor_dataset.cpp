@@ -71,11 +71,7 @@ std::vector<Example> read_dataset(const std::string& path) {
 void write_dataset(const std::string& path, const std::vector<Example>& examples) {
   std::string text;
   for (auto& e : examples) text += to_json(e).dump() + "\n";
-  write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out.flush()) throw InputError("cannot write '" + tmp + "'");
-  });
+  write_text_atomically(path, text);
 }
 
 std::string atlas_label(const nlohmann::json& run, double unigram_bits) {
@@ -131,14 +127,14 @@ int collect(const CollectOptions& o) {
   std::map<std::string, size_t> have;
   if (fs::exists(o.out)) examples = read_dataset(o.out);
   for (size_t i = 0; i < examples.size(); ++i) have[examples[i].name] = i;
-  std::vector<const nlohmann::json*> todo;
+  std::vector<const nlohmann::json*> pending;
   for (auto& r : atlas["runs"]) {
     const auto outcome = r.value("outcome", "");
     if (outcome != "converged" && outcome != "stalled" && outcome != "diverged") continue;
-    if (!have.count(r.value("name", ""))) todo.push_back(&r);
+    if (!have.count(r.value("name", ""))) pending.push_back(&r);
   }
   int added = 0, probed = 0;
-  for (auto* rp : todo) {
+  for (auto* rp : pending) {
     if (stop_signal()) break;
     const auto& r = *rp;
     Example e;
@@ -165,7 +161,7 @@ int collect(const CollectOptions& o) {
     examples.push_back(e);
     ++added;
     write_dataset(o.out, examples);
-    if (!o.quiet) std::cerr << fmt::format("[{}/{}] {}: {} ({})\n", added, todo.size(), e.name, e.label, e.source);
+    if (!o.quiet) std::cerr << fmt::format("[{}/{}] {}: {} ({})\n", added, pending.size(), e.name, e.label, e.source);
   }
   if (!o.quiet)
     std::cout << fmt::format("doctor collect: {} examples added ({} probed again), {} in {}\n", added, probed,

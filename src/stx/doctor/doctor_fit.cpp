@@ -48,14 +48,6 @@ std::vector<double> quantiles(std::vector<double> v) {
   return {q(0.1), q(0.5), q(0.9)};
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out.flush()) throw InputError("cannot write '" + tmp + "'");
-  });
-}
-
 // How a set of predictions does on a set of cases (p: P(fails) per case, NaN = not judged).
 struct Score {
   int n = 0, judged = 0, positives = 0;
@@ -337,9 +329,9 @@ int fit(const FitOptions& o) {
     md += fmt::format("| {} | {:+.3f} | {:.4g} | {:.4g} |\n", names[i], m.fail.w[i], m.fail.mean[i], m.fail.scale[i]);
   fs::create_directories(o.report_dir);
   if (auto parent = fs::path(o.model_out).parent_path(); !parent.empty()) fs::create_directories(parent);
-  write_text(o.model_out, to_json(m).dump(1) + "\n");
-  write_text((fs::path(o.report_dir) / "report.json").string(), report.dump(1) + "\n");
-  write_text((fs::path(o.report_dir) / "report.md").string(), md);
+  write_text_atomically(o.model_out, to_json(m).dump(1) + "\n");
+  write_text_atomically((fs::path(o.report_dir) / "report.json").string(), report.dump(1) + "\n");
+  write_text_atomically((fs::path(o.report_dir) / "report.md").string(), md);
   std::cout << md;
   return 0;
 }

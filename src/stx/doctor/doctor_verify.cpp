@@ -39,14 +39,6 @@ struct Case {
   std::optional<double> rerun_bpb;
 };
 
-void write_text(const std::string& path, const std::string& text) {
-  write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out.flush()) throw InputError("cannot write '" + tmp + "'");
-  });
-}
-
 }  // namespace
 
 int verify(const VerifyOptions& o) {
@@ -70,9 +62,9 @@ int verify(const VerifyOptions& o) {
     c.v = judge(m, cfg, e.early, default_horizon(cfg));
     cases.push_back(c);
   }
-  std::vector<size_t> todo;
+  std::vector<size_t> pending;
   for (size_t i = 0; i < cases.size(); ++i)
-    if (cases[i].v.judged && cases[i].v.outcome != "trains" && !cases[i].v.rx.overrides.empty()) todo.push_back(i);
+    if (cases[i].v.judged && cases[i].v.outcome != "trains" && !cases[i].v.rx.overrides.empty()) pending.push_back(i);
   const int64_t steps = plan.at("steps").get<int64_t>();
   auto dir_of = [&](const Case& c) { return (fs::path(o.out) / "runs" / c.ex->name).string(); };
   auto reread = [&](Case& c) {
@@ -122,9 +114,9 @@ int verify(const VerifyOptions& o) {
              cases.size(), flagged, prescribed, ended, fixed, cases.size(), fixed, ended) +
          md.substr(md.find("| run |"));
     fs::create_directories(o.out);
-    write_text((fs::path(o.out) / "prescriptions.json").string(),
+    write_text_atomically((fs::path(o.out) / "prescriptions.json").string(),
                nlohmann::json{{"command", o.command}, {"summary", summary}, {"runs", rows}}.dump(1) + "\n");
-    write_text((fs::path(o.out) / "prescriptions.md").string(), md);
+    write_text_atomically((fs::path(o.out) / "prescriptions.md").string(), md);
     return summary;
   };
   // Reruns that ended on another machine: prescriptions.json keeps them (the repository keeps
@@ -152,17 +144,17 @@ int verify(const VerifyOptions& o) {
   write();
   std::mutex print;
   grid::RunnerHooks h;
-  h.skip = [&](size_t i) -> std::string { return cases[todo[i]].result.ended() ? "done before" : ""; };
+  h.skip = [&](size_t i) -> std::string { return cases[pending[i]].result.ended() ? "done before" : ""; };
   h.started = [&](size_t i) {
     if (!o.quiet)
-      std::cout << fmt::format("[{}/{}] {}: started", i + 1, todo.size(), cases[todo[i]].ex->name) << std::endl;
+      std::cout << fmt::format("[{}/{}] {}: started", i + 1, pending.size(), cases[pending[i]].ex->name) << std::endl;
   };
   h.run = [&](size_t i) {
-    auto& c = cases[todo[i]];
+    auto& c = cases[pending[i]];
     fs::create_directories(fs::path(o.out) / "runs");
     grid::TrainChild t;
     t.exe = o.exe, t.dir = dir_of(c), t.steps = steps, t.quiet = o.quiet, t.who = "stx doctor verify";
-    t.tag = fmt::format("[{}/{}] {}", i + 1, todo.size(), c.ex->name);
+    t.tag = fmt::format("[{}/{}] {}", i + 1, pending.size(), c.ex->name);
     t.live = o.jobs <= 1;
     if (!std::getenv("STX_THREADS"))
       t.env = {"STX_THREADS=" + std::to_string(std::max(1, physical_cores() / std::max(1, o.jobs)))};
@@ -174,15 +166,15 @@ int verify(const VerifyOptions& o) {
     c.result = grid::run_train_child(t, c.result);
   };
   h.ended = [&](size_t i) {
-    auto& c = cases[todo[i]];
+    auto& c = cases[pending[i]];
     reread(c);
     if (!o.quiet)
-      std::cout << fmt::format("[{}/{}] {}: {} → {}", i + 1, todo.size(), c.ex->name, c.ex->label,
+      std::cout << fmt::format("[{}/{}] {}: {} → {}", i + 1, pending.size(), c.ex->name, c.ex->label,
                                c.rerun_label.empty() ? grid::to_string(c.result.outcome) : c.rerun_label)
                 << std::endl;
     write();
   };
-  const int sig = grid::run_grid(todo.size(), o.jobs, h);
+  const int sig = grid::run_grid(pending.size(), o.jobs, h);
   const auto s = write();
   std::cout << fmt::format("doctor verify: {} held-out failures, {} prescribed, {} train after the prescription; {}\n",
                            s["held_out_failures"].get<int>(), s["prescribed"].get<int>(), s["train_after"].get<int>(),
