@@ -1,7 +1,8 @@
 // Unit tests of stx doctor's parts: the logistic fit recovers the coefficients that generated
 // its data; AUROC by hand (ties count one half); the signals at the horizon from hand-made
 // lines; a divergence in the probe; the model's JSON round trip; the verdict's refusals (outside
-// the fitted regime or ranges) and its prescription; the run watch.
+// the fitted regime or ranges) and its prescription; the run watch; which earlier reruns verify
+// may keep.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "stx/doctor/doctor_model.h"
 #include "stx/doctor/doctor_signals.h"
 #include "stx/doctor/doctor_verdict.h"
+#include "stx/doctor/doctor_verify.h"
 #include "stx/doctor/logistic.h"
 #include "stx/doctor/run_watch.h"
 
@@ -193,6 +195,21 @@ TEST(Doctor, AtlasLabels) {
   EXPECT_EQ(atlas_label(run("converged", "loss spike", 3.4), u), "diverges");
   EXPECT_EQ(atlas_label(run("diverged", "diverged (non-finite)", 3.4), u), "diverges");
   EXPECT_EQ(atlas_label(run("stalled", "stalled", 5.0), u), "stalls");
+}
+
+TEST(Doctor, VerifyKeepsARerunOnlyForItsOwnPrescription) {
+  const auto row = nlohmann::json::parse(
+      R"({"name": "post-L6-lr0.1", "rerun": "trains",
+          "verdict": {"prescription": {"text": "cap the rate", "set": ["train.lr=0.003", "train.warmup_steps=40"]}}})");
+  EXPECT_TRUE(same_prescription(row, {"train.lr=0.003", "train.warmup_steps=40"}));
+  EXPECT_FALSE(same_prescription(row, {"train.lr=0.001", "train.warmup_steps=40"}));  // refit changed the cap
+  EXPECT_FALSE(same_prescription(row, {"train.lr=0.003"}));
+  EXPECT_FALSE(same_prescription(row, {}));
+  const auto none = nlohmann::json::parse(R"({"verdict": {"prescription": {"text": "", "set": []}}})");
+  EXPECT_TRUE(same_prescription(none, {}));
+  EXPECT_FALSE(same_prescription(none, {"model.scheme=pre"}));
+  EXPECT_FALSE(same_prescription(nlohmann::json::parse(R"({"name": "x"})"), {}));  // no verdict: unknown
+  EXPECT_FALSE(same_prescription(nlohmann::json::parse(R"({"verdict": {"prescription": {"set": [1]}}})"), {}));
 }
 
 }  // namespace

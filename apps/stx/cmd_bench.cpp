@@ -85,8 +85,7 @@ void register_bench(Registry& reg) {
     b.threads = o->threads;
     const auto r = bench::run_step_bench(b);
     std::cout << r.to_text() << std::flush;
-    if (!o->json.empty())
-      write_text_atomically(o->json, r.to_json().dump(2) + "\n");
+    if (!o->json.empty()) write_text_atomically(o->json, r.to_json().dump(2) + "\n");
     return 0;
   });
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace stx::doctor {
 
 struct VerifyOptions {
@@ -21,5 +23,9 @@ struct VerifyOptions {
 };
 
 int verify(const VerifyOptions& o);
+
+// Whether a row of an earlier prescriptions.json was run with these --set overrides: a rerun
+// counts only for the prescription it ran with (a refit that changes it makes the case run again).
+bool same_prescription(const nlohmann::json& stored_row, const std::vector<std::string>& overrides);
 
 }  // namespace stx::doctor
