@@ -2,13 +2,13 @@
 # bench/compare.sh — stx vs PyTorch 2.11 eager and torch.compile on the same model and training
 # step, back to back.
 #   bench/compare.sh [BUILD_DIR] [--quick] [--shapes d64-l24,d512-l6,d64-l1000,demo] [--threads N] [--same-malloc]
-#                    [--peer-own-blas]
+#                    [--peer-own-blas] [--no-compile]
 # For each shape it runs `stx bench`, then bench/pytorch_eager.py eager and with --compile
 # (inductor; same steps, same threads, OMP_WAIT_POLICY=PASSIVE, denormals flushed in all) and prints
 #   shape: …   stx: X tokens/s   pytorch-eager: Y tokens/s   pytorch-compile: Z tokens/s
 #   ratio: X/Y   ratio-compile: X/Z   (+ compile time, peak memory of each, sgemm fraction)
 # A compile that fails or takes over 10 minutes (STX_COMPILE_TIMEOUT s) prints that instead of
-# ratio-compile.
+# ratio-compile; --no-compile skips the compiled peer (its runs at 1,000 layers outlast 10 minutes).
 # tokens/s and `ratio:` use the mean step time; `ratio (fastest step):` compares the fastest
 # steps and `ratio (CPU time):` the process CPU time per step — both steadier on a busy machine
 # (CPU time is the best single-thread measure there; with more threads it also counts spinning). stx re-executes itself with glibc malloc tunables
@@ -34,6 +34,7 @@ BUILD="$ROOT/build"
 QUICK=0
 SAME_MALLOC=0
 OWN_BLAS=0
+NO_COMPILE=0
 THREADS=0
 SHAPES="d64-l24,d512-l6,d64-l1000,demo"
 while [[ $# -gt 0 ]]; do
@@ -41,12 +42,13 @@ while [[ $# -gt 0 ]]; do
     --quick) QUICK=1 ;;
     --same-malloc) SAME_MALLOC=1 ;;
     --peer-own-blas) OWN_BLAS=1 ;;
+    --no-compile) NO_COMPILE=1 ;;
     --threads) THREADS="$2"; shift ;;
     --threads=*) THREADS="${1#--threads=}" ;;
     --shapes) SHAPES="$2"; shift ;;
     --shapes=*) SHAPES="${1#--shapes=}" ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    -*) echo "compare.sh: unknown option $1 (allowed: --quick, --shapes LIST, --threads N, --same-malloc, --peer-own-blas)" >&2; exit 2 ;;
+    -*) echo "compare.sh: unknown option $1 (allowed: --quick, --shapes LIST, --threads N, --same-malloc, --peer-own-blas, --no-compile)" >&2; exit 2 ;;
     *) BUILD="$1" ;;
   esac
   shift
@@ -102,9 +104,13 @@ run_shape() {  # name batch seq steps warmup quick_steps quick_warmup
     --warmup "$warmup" --threads "$threads" --json "$OUT/eager-$name.json" > "$OUT/eager-$name.txt"
   local crc=0
   rm -f "$OUT/compile-$name.json"
-  timeout "$COMPILE_TIMEOUT" "${peer_env[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --compile --config "$cfg" --batch "$batch" \
-    --seq "$seq" --steps "$steps" --warmup "$warmup" --threads "$threads" --json "$OUT/compile-$name.json" \
-    > "$OUT/compile-$name.txt" 2>&1 || crc=$?
+  if [[ $NO_COMPILE == 1 ]]; then
+    crc=-1
+  else
+    timeout "$COMPILE_TIMEOUT" "${peer_env[@]}" "$PY" "$ROOT/bench/pytorch_eager.py" --compile --config "$cfg" \
+      --batch "$batch" --seq "$seq" --steps "$steps" --warmup "$warmup" --threads "$threads" \
+      --json "$OUT/compile-$name.json" > "$OUT/compile-$name.txt" 2>&1 || crc=$?
+  fi
   "$PY" - "$OUT/stx-$name.json" "$OUT/eager-$name.json" "$name" "$OUT/compile-$name.json" "$crc" "$COMPILE_TIMEOUT" <<'PYEOF'
 import json, os, sys
 s, e = (json.load(open(p)) for p in sys.argv[1:3])
@@ -121,6 +127,8 @@ if c:
 print(f"ratio: {s['tokens_per_s'] / e['tokens_per_s']:.2f}")
 if c:
     print(f"ratio-compile: {s['tokens_per_s'] / c['tokens_per_s']:.2f}")
+elif crc == -1:
+    print("ratio-compile: none (not run: --no-compile)")
 elif crc in (124, 137):
     print(f"ratio-compile: none (torch.compile did not finish within {limit} s)")
 else:
