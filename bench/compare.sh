@@ -129,8 +129,10 @@ if c:
     print(f"ratio-compile: {s['tokens_per_s'] / c['tokens_per_s']:.2f}")
 elif crc == -1:
     print("ratio-compile: none (not run: --no-compile)")
-elif crc in (124, 137):
+elif crc == 124:
     print(f"ratio-compile: none (torch.compile did not finish within {limit} s)")
+elif crc == 137:
+    print("ratio-compile: none (torch.compile was killed, SIGKILL: out of memory? see dmesg)")
 else:
     print(f"ratio-compile: none (torch.compile failed, exit {crc}: see {os.path.splitext(cpath)[0]}.txt)")
 print(f"ratio (fastest step): {e['ms_per_step_min'] / s['ms_per_step_min']:.2f}")
