@@ -210,6 +210,7 @@ int fit(const FitOptions& o) {
     int observed = 0, outside = 0;
     std::map<std::string, std::map<std::string, int>> confusion;  // truth → predicted
     std::vector<std::pair<double, int>> calib;
+    nlohmann::json misjudged = nlohmann::json::array();  // wrong or declined: name, truth, predicted, P
   };
   std::map<std::string, Group> groups;
   auto group_of = [&](const Case& c) -> std::string {
@@ -238,6 +239,11 @@ int fit(const FitOptions& o) {
       }
       g.doc.push_back(p), g.doc_all.push_back(pall), g.loss.push_back(pl), g.grad.push_back(pg);
       ++g.confusion[c.ex->label][predicted];
+      if (predicted == "not judged" || (predicted != "trains") != c.fails)
+        g.misjudged.push_back({{"name", c.ex->name},
+                               {"truth", c.ex->label},
+                               {"predicted", predicted},
+                               {"p_fails", std::isnan(pall) ? nlohmann::json(nullptr) : nlohmann::json(pall)}});
       if (!std::isnan(p)) g.calib.push_back({p, c.fails});
       if (c.fails && !std::isnan(p) && p >= m.threshold) {
         const int64_t fail_at = c.ex->label == "diverges" && c.ex->failure_step ? *c.ex->failure_step : c.ex->steps;
@@ -295,12 +301,22 @@ int fit(const FitOptions& o) {
                  {"outside_fitted_range", g.outside},
                  {"lead_steps", g.lead},
                  {"calibration", calib},
-                 {"confusion", g.confusion}};
+                 {"confusion", g.confusion},
+                 {"misjudged", g.misjudged}};
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", gname, sd.n, sd.positives,
                       sd.judged, f3(sd.auroc), f3(sa.auroc), f3(sl.auroc), f3(sg.auroc), f3(sd.precision),
                       f3(sd.recall), f3(sd.brier), g.observed, std::isnan(lead) ? "—" : fmt::format("{:.0f}", lead));
   }
   md += "\nConfusion (truth → predicted) and calibration per group: report.json.\n";
+  // The held-out runs it got wrong or declined, by name (P: before the range check).
+  for (auto& [gname, g] : groups) {
+    if (gname == "all held-out runs" || gname == "fitted runs (in-sample)" || g.misjudged.empty()) continue;
+    md += fmt::format("\nMisjudged, {} ({}):", gname, g.misjudged.size());
+    for (auto& e : g.misjudged)
+      md += fmt::format(" {} ({} → {}, P = {:.2f});", e["name"].get<std::string>(), e["truth"].get<std::string>(),
+                        e["predicted"].get<std::string>(), e["p_fails"].is_number() ? e["p_fails"].get<double>() : NAN);
+    md.back() = '\n';
+  }
   // Figures of the held-out runs (all of them together).
   if (auto it = groups.find("all held-out runs"); it != groups.end()) {
     const auto& g = it->second;
