@@ -349,6 +349,30 @@ TEST(CpuCache, ReusesFreedBlocksOfTheSameSize) {
   set_cpu_cache_enabled(true);
 }
 
+// Steps of one shape keep their blocks; steps whose shapes change (token-budget batches) give
+// back at each step's end the blocks the step did not take, instead of hoarding them.
+TEST(CpuCache, GivesBackWhatAWholeStepDidNotTake) {
+  install_cpu_cache();
+  set_cpu_cache_enabled(true);
+  end_cpu_cache_step(), end_cpu_cache_step();  // nothing left from earlier tests
+  ASSERT_EQ(cpu_cache_stats().cached_bytes, 0);
+  auto step = [](int64_t rows) {  // a "step": activations held together, then freed
+    std::vector<torch::Tensor> held;
+    for (int i = 0; i < 4; ++i) held.push_back(torch::empty({rows, 64}));
+    end_cpu_cache_step();
+  };
+  step(100);
+  const auto fixed = cpu_cache_stats();
+  for (int i = 0; i < 5; ++i) step(100);
+  EXPECT_EQ(cpu_cache_stats().misses, fixed.misses) << "the same shape: every block taken back";
+  EXPECT_EQ(cpu_cache_stats().returned, fixed.returned) << "and none given back";
+  for (int64_t rows = 200; rows < 260; ++rows) step(rows);  // a new shape every step
+  const auto varying = cpu_cache_stats();
+  EXPECT_GT(varying.returned, fixed.returned);
+  // the last two steps' 4 + 4 blocks (with the size rounding), not the 60 steps' 240
+  EXPECT_LE(varying.cached_bytes, 8 * 270 * 64 * 4) << "at most two steps' blocks held";
+}
+
 TEST(Kernels, CrossEntropyEqualsReference) {
   KernelsGuard guard;
   const int64_t B = 3, T = 7, V = 50, pad = 1;

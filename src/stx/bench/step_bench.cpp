@@ -140,8 +140,10 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   if (o.progress && r.layers >= 200)
     std::cerr << fmt::format("bench: {} layers, {} parameters; {} warm-up + {} timed steps\n", r.layers, r.parameters,
                              o.warmup, o.steps);
+  CpuCacheStats cache_at_warm;
   for (int64_t i = 0; i < total; ++i) {
     const bool timed = i >= o.warmup;
+    if (i == o.warmup) cache_at_warm = cpu_cache_stats();
     synchronize(device);
     const auto t0 = Clock::now();
     const double c0 = cpu_seconds();
@@ -172,6 +174,12 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
     }
   }
   r.peak_rss_mb = peak_rss_mb();
+  if (r.allocator == "cache") {
+    const auto c = cpu_cache_stats();
+    const auto hits = c.hits - cache_at_warm.hits, requests = hits + c.misses - cache_at_warm.misses;
+    r.cache_hit_rate = requests > 0 ? static_cast<double>(hits) / static_cast<double>(requests) : 0;
+    r.cache_returned = c.returned - cache_at_warm.returned;
+  }
   r.final_loss = last_loss.item<double>();
   if (!o.profile.empty()) {  // LibTorch's profiler over a few more steps: every op, forward and backward
     torch::autograd::profiler::RecordProfile trace(o.profile);
@@ -225,6 +233,8 @@ nlohmann::json StepBenchResult::to_json() const {
           {"threads", threads},
           {"kernels", kernels},
           {"allocator", allocator},
+          {"cache_hit_rate", cache_hit_rate},
+          {"cache_blocks_returned", cache_returned},
           {"batch", batch},
           {"seq", seq},
           {"tokens_per_step", tokens_per_step},
@@ -259,6 +269,9 @@ std::string StepBenchResult::to_text() const {
   s += fmt::format("parameters: {}\n", parameters);
   s += fmt::format("device: {}  threads: {}  activation checkpointing: {}  kernels: {}  allocator: {}\n", device,
                    threads, checkpoint_activations ? "on" : "off", kernels, allocator);
+  if (allocator == "cache")
+    s += fmt::format("allocator cache: {:.2f} % of the timed steps' requests served from it, {} blocks returned\n",
+                     100 * cache_hit_rate, cache_returned);
   s += fmt::format("steps: {} timed after {} warm-up\n", steps, warmup);
   s += fmt::format("ms/step: median {:.2f}  mean {:.2f}  min {:.2f}\n", ms_median, ms_mean, ms_min);
   s += fmt::format("CPU ms/step: {:.2f} (all threads)\n", cpu_ms);

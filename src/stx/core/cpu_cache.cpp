@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <string>
@@ -51,15 +52,20 @@ class CachingCPUAllocator final : public c10::Allocator {
   std::atomic<bool> enabled{true};
   std::atomic<int64_t> hits{0}, misses{0};
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void*>> free_lists;
+  struct Cached {
+    void* data;
+    int64_t step;  // the step it was freed in
+  };
+  std::unordered_map<size_t, std::vector<Cached>> free_lists;  // newest last
   size_t cached = 0, limit = limit_bytes();
+  int64_t step = 0, returned = 0;
 
  private:
   void* take(size_t size) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = free_lists.find(size);
     if (it == free_lists.end() || it->second.empty()) return nullptr;
-    void* data = it->second.back();
+    void* data = it->second.back().data;
     it->second.pop_back();
     cached -= size;
     return data;
@@ -79,7 +85,7 @@ void CachingCPUAllocator::release(void* data) {
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     if (c.cached + size <= c.limit) {
-      c.free_lists[size].push_back(data);
+      c.free_lists[size].push_back({data, c.step});
       c.cached += size;
       return;
     }
@@ -101,10 +107,28 @@ void install_cpu_cache() {
 void set_cpu_cache_enabled(bool on) { cache().enabled.store(on); }
 bool cpu_cache_enabled() { return c10::GetCPUAllocator() == &cache() && cache().enabled.load(); }
 
+void end_cpu_cache_step() {
+  auto& c = cache();
+  std::vector<void*> stale;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    for (auto it = c.free_lists.begin(); it != c.free_lists.end();) {
+      auto& blocks = it->second;
+      size_t k = 0;  // blocks[0, k): freed before the step that has just ended, and not taken in it
+      while (k < blocks.size() && blocks[k].step < c.step) stale.push_back(blocks[k++].data);
+      c.cached -= k * it->first;
+      blocks.erase(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(k));
+      it = blocks.empty() ? c.free_lists.erase(it) : std::next(it);
+    }
+    ++c.step, c.returned += static_cast<int64_t>(stale.size());
+  }
+  for (void* d : stale) std::free(static_cast<char*>(d) - kHeader);
+}
+
 CpuCacheStats cpu_cache_stats() {
   auto& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  return {c.hits.load(), c.misses.load(), static_cast<int64_t>(c.cached)};
+  return {c.hits.load(), c.misses.load(), static_cast<int64_t>(c.cached), c.returned};
 }
 
 }  // namespace stx

@@ -1,12 +1,14 @@
 // stx/train/train_step.cpp — see train_step.h.
 #include "stx/train/train_step.h"
 
+#include "stx/core/cpu_cache.h"
 #include "stx/core/device.h"
 #include "stx/probe/diagnostics.h"
 
 namespace stx {
 
 void TrainStep::begin() {
+  end_cpu_cache_step();  // the previous step's end: blocks it did not need go back to malloc
   model_.train();
   opt_.zero_grad();
 }
