@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "stx/config/config_io.h"
@@ -104,6 +105,13 @@ TEST(Doctor, SignalsAtTheHorizon) {
   EXPECT_NEAR(x[10], std::log10(2e-3), 1e-12);
   EXPECT_DOUBLE_EQ(x[11], 0.5);                 // lr at K ÷ peak
   EXPECT_FALSE(signals_at(e.lines, 10, 2e-3));  // one line is not enough
+  // A bottom-layer gradient of exactly zero (underflowed) is the smallest normal float's reach,
+  // not a missing signal.
+  auto zero = line_json(20, 3.0, 1e-3, 6.0, 5.5);
+  zero["grad_norm_layer"]["decoder"] = {0.0, 0.5, 2.0};
+  const auto z = line_of(zero);
+  ASSERT_TRUE(z && z->grad_reach);
+  EXPECT_NEAR(*z->grad_reach, std::log10(std::numeric_limits<float>::min() / 2.0), 1e-9);
   // A divergence event up to the horizon is recorded; one after it is not.
   rec.push_back({{"step", 15}, {"event", "divergence"}, {"cause", "non-finite loss"}, {"action", "stop"}});
   EXPECT_EQ(early_of(rec, 20).diverged_step.value_or(-1), 15);

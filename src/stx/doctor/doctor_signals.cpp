@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace stx::doctor {
 
@@ -42,7 +43,10 @@ std::optional<double> reach(const nlohmann::json& j) {
     const auto& a = g[stack];
     if (!a.front().is_number() || !a.back().is_number()) return std::nullopt;
     const double top = a.back().get<double>(), bottom = a.front().get<double>();
-    if (top > 0 && bottom > 0) return std::log10(bottom / top);
+    // A bottom gradient of exactly zero has underflowed (denormals are flushed): the reach is at
+    // most the smallest normal float over the top layer's — the strongest evidence of a stall, not
+    // a missing value (Post-LN at 24 layers and lr ≥ 3e-2 reaches it by update 20).
+    if (top > 0 && bottom >= 0) return std::log10(std::max<double>(bottom, std::numeric_limits<float>::min()) / top);
     return std::nullopt;
   }
   return std::nullopt;
