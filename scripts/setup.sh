@@ -19,6 +19,22 @@ VENV="$ROOT/.venv"
 # pip's build isolation would fetch.
 BUILD_TOOLS=(setuptools==80.9.0 wheel==0.45.1)
 
+cuda_check() {
+  # PyTorch 2.11.0's CUDA LibTorch needs NVIDIA's CUDA 13.0 toolkit to configure (no GPU): neither
+  # Debian 12 nor PyPI's pinned packages provide nvcc 13.0, so it is checked here, not installed.
+  local nvcc
+  nvcc="$(command -v nvcc || true)"
+  [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
+  if [ -z "$nvcc" ]; then
+    echo "setup: nvcc not found (PATH, /usr/local/cuda/bin): the build needs NVIDIA's CUDA 13.0 toolkit (no GPU)" >&2
+    exit 2
+  fi
+  if ! "$nvcc" --version | grep -q 'release 13\.'; then
+    echo "setup: $nvcc is not CUDA 13.x ($("$nvcc" --version | grep -o 'release [0-9.]*')): the build needs the CUDA 13.0 toolkit" >&2
+    exit 2
+  fi
+}
+
 debian_install() {
   local missing=() p
   for p in "${PKGS[@]}"; do
@@ -56,5 +72,6 @@ venv_install() {
   "$VENV/bin/python3" -c "import torch; print('setup: .venv has torch', torch.__version__)"
 }
 
+cuda_check
 debian_install
 venv_install
