@@ -1,4 +1,4 @@
-// Taps: every point of the seed notation is recorded, and the recorded tensors satisfy the
+// Taps: every point of Xiong et al.'s notation is recorded, and the recorded tensors satisfy the
 // scheme's equations (x^{post,2} = x + x^{post,1}, x^{post,3} = LN(x^{post,2}), …).
 #include <gtest/gtest.h>
 

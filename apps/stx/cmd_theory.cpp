@@ -1,5 +1,5 @@
-// stx theory — check the seed papers' claims against measurement: `stx theory NAME` or
-// `stx theory all --out DIR` (report.md with every table and figure).
+// stx theory — check the source papers' claims (Xiong et al. 2020, DeepNet, σReparam) against measurement: `stx theory
+// NAME` or `stx theory all --out DIR` (report.md with every table and figure).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -66,7 +66,7 @@ void plot_if(const theory::Result& r, const std::string& png) {
 void register_theory(Registry& reg) {
   auto t = std::make_shared<TheoryOpts>();
   auto* sub = reg.app.add_subcommand(
-      "theory", "check the seed papers' claims against measurement (prints predicted vs measured)");
+      "theory", "check the source papers' claims against measurement (prints predicted vs measured)");
   sub->add_option("experiment", t->name,
                   "lemma2 | lemma3 | theorem1 | grad-profile | deepnet-update | sigma-toy | entropy-bound | "
                   "stabilizers-init | all")

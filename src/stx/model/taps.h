@@ -1,4 +1,4 @@
-// stx/model/taps.h — record intermediate tensors of a forward by name (the seed notation:
+// stx/model/taps.h — record intermediate tensors of a forward by name (Xiong et al.'s notation:
 // x^{post,1..5}, x^{pre,1..5}, norm inputs, layer outputs, attention probabilities), and
 // optionally their gradients after backward.
 //
