@@ -2,7 +2,7 @@
 a byte-level LM (data.tokenizer: bytes) on a slice of the embedded Moby-Dick, 2 schemes × 3
 depths × 2 rates (+ the no-warm-up column, + a second seed at the shallowest depth), the deep
 row limited to the rates around the best below; atlas.md / atlas.json / figures; a rerun does
-nothing; bad input exits 2 with one line.
+nothing; a fourth depth added later follows the third; bad input exits 2 with one line.
 Run: python3 tests/cli/test_atlas.py build/stx"""
 import gzip
 import json
@@ -82,6 +82,21 @@ with tempfile.TemporaryDirectory() as d:
           r3.stdout[-600:])
     check("ended runs keep no checkpoints", not any(
         f.endswith(".safetensors") for x in ran for f in os.listdir(os.path.join(out, "runs", x["name"]))))
+    # A fourth depth added later: its row follows the third's best rate; it must not wait for the
+    # third depth's ruled-out runs, which never start.
+    r4 = run_stx(STX, [("1,2,3,4" if a == "1,2,3" else a) for a in args], env=ENV, timeout=600)
+    j4 = json.load(open(os.path.join(out, "atlas.json"))) if os.path.exists(os.path.join(out, "atlas.json")) else {}
+    runs4 = j4.get("runs", [])
+    check("a fourth depth added later runs (exit 0)", r4.returncode == 0, (r4.stdout + r4.stderr)[-800:])
+    for scheme in ("post", "pre"):
+        third = [x for x in runs4 if x["scheme"] == scheme and x["depth"] == 3 and x["warmup"]]
+        learned = any(x["outcome"] == "converged" and x["reading"]["final_bpb"] < j4["unigram_entropy_bits"] - 0.1
+                      for x in third)
+        fourth = [x for x in runs4 if x["scheme"] == scheme and x["depth"] == 4]
+        check(f"{scheme}: depth 4 ran the best rate at depth 3 (or nothing if none learned), waiting for nothing",
+              sum(1 for x in fourth if x["outcome"] != "not-started") == (1 if learned else 0)
+              and not any(x["skipped"].startswith("waiting") for x in fourth),
+              [(x["name"], x["outcome"], x["skipped"]) for x in fourth])
     # Bad input: one line, exit 2.
     base = ["experiment", "atlas", "--config", os.path.join(ROOT, "configs", "atlas.yaml"),
             "--out", os.path.join(d, "bad")]

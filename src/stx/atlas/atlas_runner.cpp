@@ -144,7 +144,13 @@ class Runner {
     std::optional<size_t> best_i;
     for (auto& x : entries_) {
       if (x.run.scheme != r.scheme || x.run.depth != below || !x.run.warmup || x.run.seed != 0) continue;
-      if (!x.result.ended()) return fmt::format("waiting for {} at {} layers to end", r.scheme, below);
+      if (!x.result.ended()) {
+        // A run of the depth below that is ruled out for good (from the third depth below on) is not
+        // one to wait for: without this, a fourth depth would wait forever for runs that never start.
+        const auto why = rule_out(x);
+        if (!why.empty() && why.rfind("waiting", 0) != 0) continue;
+        return fmt::format("waiting for {} at {} layers to end", r.scheme, below);
+      }
       const auto l = loss_of(x);
       if (learned(o_.plan, x) && (!best || *l < *best)) best = l, best_i = x.run.lr_index;
     }

@@ -77,7 +77,8 @@ std::map<std::pair<std::string, int64_t>, Cell> summarize(const AtlasPlan& p, co
           c.nowarm_failure = e.reading.failure;
           continue;
         }
-        if (l) by_seed[r.lr_index][r.seed] = *l;
+        if (l && e.result.outcome == grid::Outcome::Converged)
+          by_seed[r.lr_index][r.seed] = *l;  // spread: converged pairs
         if (r.seed != 0) continue;
         grid.push_back({r.lr, l});
         if (l && (!c.best_bpb || *l < *c.best_bpb)) c.best_bpb = l, c.best_lr = r.lr;
