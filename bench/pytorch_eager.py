@@ -6,7 +6,7 @@ the CPU: the model's forward and backward, and the optimizer step, each compiled
 step's extra time is reported as compile time, apart from the steady-state steps).
 
   .venv/bin/python3 bench/pytorch_eager.py --config configs/bench-d64-l24.yaml \
-      [--compile] [--batch B --seq T --steps N --warmup W --threads N --json FILE]
+      [--compile] [--device cuda] [--batch B --seq T --steps N --warmup W --threads N --json FILE]
 
 Reads the same YAML as stx (model/train sections; stx's defaults for missing keys). Defaults as
 stx bench: --seq = model.max_len, --batch = train.max_tokens / seq. Threads = physical cores unless
@@ -20,6 +20,11 @@ self-attention and an FFN sub-layer, each
   pre:               x = x + drop(G(LN(x))), and a final LN
 attention: heads split contiguously, softmax(q kᵀ/√d_h + causal mask)·v, out_proj; FFN
 fc2(act(fc1(x))); logits h·Eᵀ (tied) or an output Linear; loss = Σ cross-entropy / tokens.
+
+--device cuda is what a PyTorch user does on a GPU, as stx does there (docs/performance.md#gpu):
+forward and loss under bf16 autocast, attention by F.scaled_dot_product_attention (is_causal),
+Adam with fused=True; each phase ends with a device synchronize; peak memory is
+torch.cuda.max_memory_allocated.
 """
 import argparse
 import json
@@ -102,12 +107,17 @@ class SelfAttention(nn.Module):
         self.v_proj = nn.Linear(d, d, bias=m["bias"])
         self.out_proj = nn.Linear(d, d, bias=m["bias"])
         self.attn_drop = nn.Dropout(m["attention_dropout"])
+        self.p_drop = m["attention_dropout"]
 
     def forward(self, x, mask):
         B, T, d = x.shape
         q = self.q_proj(x).view(B, T, self.h, self.dh).transpose(1, 2)
         k = self.k_proj(x).view(B, T, self.h, self.dh).transpose(1, 2)
         v = self.v_proj(x).view(B, T, self.h, self.dh).transpose(1, 2)
+        if x.is_cuda:  # the fused kernel (flash / memory-efficient), as a GPU user writes it
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p_drop if self.training else 0.0,
+                                                 is_causal=True)
+            return self.out_proj(out.transpose(1, 2).reshape(B, T, d))
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.dh)
         scores = scores.masked_fill(mask[:T, :T], float("-inf"))
         probs = self.attn_drop(torch.softmax(scores, dim=-1))
@@ -205,6 +215,8 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--compile", action="store_true", help="torch.compile (inductor) the model and the optimizer step")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="cuda: bf16 autocast, SDPA attention, fused Adam (the module docstring)")
     a = ap.parse_args()
     m, t = load_config(a.config)
     seq = a.seq or m["max_len"]
@@ -215,32 +227,42 @@ def main():
     torch.set_num_threads(a.threads or physical_cores())
     torch.set_flush_denormal(True)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    cuda = a.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        ap.error("--device cuda, but this torch sees no CUDA device (allowed here: cpu)")
+    dev = torch.device(a.device)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     torch.manual_seed(t["seed"])
-    model = DecoderLM(m)
+    model = DecoderLM(m).to(dev)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=t["lr"], betas=tuple(t["betas"]), eps=t["eps"],
-                           weight_decay=t["weight_decay"])
+                           weight_decay=t["weight_decay"], **({"fused": True} if cuda else {}))
     n_params = sum(p.numel() for p in model.parameters())
     peer = "pytorch-compile" if a.compile else "pytorch-eager"
     forward = torch.compile(model) if a.compile else model
     opt_step = torch.compile(opt.step) if a.compile else opt.step
     V = m["vocab_size"]
-    seqs = torch.randint(1, V, (batch, seq + 1))  # avoid the padding id 0, as stx bench
+    seqs = torch.randint(1, V, (batch, seq + 1)).to(dev)  # avoid the padding id 0, as stx bench
     inp, target = seqs[:, :-1], seqs[:, 1:]
     tokens = batch * seq
 
     times, fwd, bwd, ost, cpu, first = [], 0.0, 0.0, 0.0, 0.0, None
     last = time.perf_counter()
     for i in range(a.warmup + a.steps):
+        sync()
         t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad()
-        logits = forward(inp)
-        loss = F.cross_entropy(logits.reshape(-1, V), target.reshape(-1), reduction="sum",
-                               label_smoothing=t["label_smoothing"]) / tokens
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):
+            logits = forward(inp)
+            loss = F.cross_entropy(logits.reshape(-1, V), target.reshape(-1), reduction="sum",
+                                   label_smoothing=t["label_smoothing"]) / tokens
+        sync()
         t1 = time.perf_counter()
         loss.backward()
+        sync()
         t2 = time.perf_counter()
         opt_step()
+        sync()
         t3, c3 = time.perf_counter(), time.process_time()
         if i == 0:
             first = t3 - t0
@@ -261,7 +283,8 @@ def main():
              ms_per_step_min=1e3 * min(times), cpu_ms_per_step=1e3 * cpu / n, ms_forward=1e3 * fwd / n, ms_backward=1e3 * bwd / n,
              ms_optimizer=1e3 * ost / n, tokens_per_s=tokens / mean, rss_before_mb=rss_before * 1.048576,
              peak_rss_mb=peak * 1.048576, final_loss=loss.item(), torch=torch.__version__, peer=peer, blas=mapped_blas(),
-             compile_s=max(0.0, first - mean) if a.compile else 0.0)
+             compile_s=max(0.0, first - mean) if a.compile else 0.0, device=a.device,
+             gpu_peak_mb=torch.cuda.max_memory_allocated() / 2**20 if cuda else 0.0)
     print(f"config: {r['config']} ({m['scheme']}, {r['layers']} layers, d_model {r['d_model']}) [{peer}]")
     print(f"shape: {batch} x {seq} = {tokens} tokens/step")
     print(f"parameters: {n_params}")
@@ -274,6 +297,8 @@ def main():
           f"optimizer {r['ms_optimizer']:.2f}")
     print(f"tokens/s: {r['tokens_per_s']:.1f}")
     print(f"RSS MB: {r['rss_before_mb']:.0f} before the model, {r['peak_rss_mb']:.0f} peak")
+    if cuda:
+        print(f"GPU MB: {r['gpu_peak_mb']:.0f} peak allocated ({torch.cuda.get_device_name()})")
     print(f"final loss: {r['final_loss']:.4f}")
     if a.compile:
         print(f"compile s: {r['compile_s']:.1f} (first step {first:.1f} s minus a steady step)")

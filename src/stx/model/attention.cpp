@@ -57,18 +57,19 @@ torch::Tensor future_mask(int64_t Tq, int64_t Tk, int64_t offset, const torch::D
 }  // namespace
 
 // softmax(q kᵀ/√d_h + mask) v through LibTorch's scaled_dot_product_attention, whose boolean
-// mask is the opposite of stx's (true = may attend). Causal alone is its is_causal flag (the
-// flash kernel); with key padding the two are one mask.
+// mask is the opposite of stx's (true = may attend). Causal is its is_causal flag (the flash
+// kernel), also with key padding (below); non-causal attention with key padding takes the mask.
 torch::Tensor AttentionImpl::attend_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                          const torch::Tensor& key_pad, bool causal) {
   const int64_t B = q.size(0), Tq = q.size(2), Tk = k.size(2);
   std::optional<torch::Tensor> allowed;
   bool is_causal = causal;
-  if (key_pad.defined()) {
-    auto mask = key_pad.view({B, 1, 1, Tk});
-    if (causal) mask = mask.logical_or(future_mask(Tq, Tk, 0, q.device()));
-    allowed = mask.logical_not();
-    is_causal = false;
+  // Causal self-attention needs no key-padding mask: stx's batches pad on the right
+  // (data/batcher.cpp), so a padded key j follows every real query i < j and the causal mask hides
+  // it already. Only padded queries (which no loss or probe reads) see different keys. Without an
+  // explicit mask SDPA may take its flash kernel.
+  if (key_pad.defined() && !causal) {
+    allowed = key_pad.view({B, 1, 1, Tk}).logical_not();
   }
   const double p = is_training() ? attention_dropout_ : 0.0;
   auto out = at::scaled_dot_product_attention(q, k, v, allowed, p, is_causal);

@@ -75,7 +75,7 @@ nlohmann::json gradient_norms(TransformerImpl& model) {
     if (p.value().grad().defined()) names.push_back(p.key()), sq.push_back(p.value().grad().pow(2).sum());
   nlohmann::json out;
   if (sq.empty()) return out;
-  auto all = torch::stack(sq).to(torch::kFloat64);
+  auto all = torch::stack(sq).to(torch::kCPU, torch::kFloat64);  // read on the host below (cuda too)
   auto a = all.accessor<double, 1>();
   double total = 0;
   SquareSums layer, w2;

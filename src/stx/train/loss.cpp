@@ -13,6 +13,20 @@ LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& t
   }
   auto lprobs = torch::log_softmax(logits.reshape({-1, V}), -1);
   auto y = target.reshape({-1});
+  if (logits.is_cuda()) {  // masked sums: no copy of the [tokens × V] log-probabilities (index_select below)
+    auto keep = (pad_id >= 0 ? y.ne(pad_id) : torch::ones_like(y, torch::kBool)).to(lprobs.scalar_type());
+    LossSums out;
+    out.tokens = keep.sum().item<int64_t>();
+    auto nll = -(lprobs.gather(1, y.unsqueeze(1)).squeeze(1) * keep).sum();
+    out.nll = nll.detach();
+    if (epsilon == 0) {
+      out.loss = nll;
+    } else {
+      const double eps_i = epsilon / static_cast<double>(V - 1);
+      out.loss = (1.0 - epsilon - eps_i) * nll + eps_i * -(lprobs.sum(-1) * keep).sum();
+    }
+    return out;
+  }
   torch::Tensor keep;
   if (pad_id >= 0) {
     keep = y.ne(pad_id);
