@@ -97,6 +97,21 @@ with tempfile.TemporaryDirectory() as d:
               sum(1 for x in fourth if x["outcome"] != "not-started") == (1 if learned else 0)
               and not any(x["skipped"].startswith("waiting") for x in fourth),
               [(x["name"], x["outcome"], x["skipped"]) for x in fourth])
+    # Results are never lost or mixed: over the copy without runs/ (a fresh clone) and over out,
+    # a narrower grid and other --steps are refused (exit 2, one line) and atlas.json is untouched.
+    for what, where, change, mention in (
+            ("a narrower grid (fewer depths), fresh clone", copy, ("1,2,3", "1"), ["outside this grid"]),
+            ("a narrower grid (fewer schemes)", out, ("post,pre", "pre"), ["outside this grid"]),
+            ("other --steps, fresh clone", copy, ("20", "25"), ["--steps"]),
+            ("other --warmup", out, ("5", "4"), ["--warmup"])):
+        before = open(os.path.join(where, "atlas.json"), "rb").read()
+        args_ = [where if a == out else a for a in args]
+        i = args_.index(change[0])
+        args_[i] = change[1]
+        r = run_stx(STX, args_, env=ENV, timeout=300)
+        problems = bad_input_problems(r, mention)
+        check(f"refused: {what}", not problems, "; ".join(problems))
+        check(f"{what}: atlas.json untouched", open(os.path.join(where, "atlas.json"), "rb").read() == before)
     # Bad input: one line, exit 2.
     base = ["experiment", "atlas", "--config", os.path.join(ROOT, "configs", "atlas.yaml"),
             "--out", os.path.join(d, "bad")]

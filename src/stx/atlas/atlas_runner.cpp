@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "stx/atlas/atlas_figures.h"
 #include "stx/atlas/atlas_report.h"
@@ -61,6 +62,7 @@ class Runner {
   explicit Runner(const AtlasOptions& o) : o_(o) {}
 
   int run() {
+    refuse_lost_results();
     grid::prepare_grid_dir({o_.out, "atlas_plan.json", "an atlas", "--config/--set/--steps/--warmup"},
                            plan_json(o_.plan),
                            [&](const nlohmann::json& stored) { return plan_mismatch(stored, o_.plan); });
@@ -104,6 +106,38 @@ class Runner {
 
  private:
   std::string dir_of(const Entry& e) const { return (fs::path(o_.out) / "runs" / e.run.name).string(); }
+
+  // The results already in --out — the ended runs atlas.json records (all a fresh clone has) and
+  // the run directories under runs/ — are never dropped or mixed: a rerun with other --steps,
+  // --warmup or config is refused, and so is a grid that leaves any of them out (atlas.json is
+  // rewritten from the grid's runs alone).
+  void refuse_lost_results() const {
+    const fs::path plan_file = fs::path(o_.out) / "atlas_plan.json";
+    if (!fs::exists(plan_file)) return;  // prepare_grid_dir judges the directory
+    std::set<std::string> held;
+    for (auto& [name, _] : stored_runs()) held.insert(name);
+    std::error_code ec;
+    for (auto& d : fs::directory_iterator(fs::path(o_.out) / "runs", ec))
+      if (d.is_directory() && fs::exists(d.path() / "metrics.jsonl")) held.insert(d.path().filename().string());
+    if (held.empty()) return;
+    nlohmann::json stored;
+    try {
+      std::ifstream(plan_file) >> stored;
+    } catch (const std::exception&) {
+      return;  // prepare_grid_dir names the problem
+    }
+    if (const auto why = plan_mismatch(stored, o_.plan); !why.empty())
+      throw InputError("--out " + o_.out + " holds " + std::to_string(held.size()) +
+                       " atlas runs made with a different setup: " + why +
+                       "; rerun it with the same --config/--set/--steps/--warmup or choose another --out");
+    for (auto& r : all_runs(o_.plan)) held.erase(r.name);
+    if (!held.empty())
+      throw InputError(fmt::format(
+          "--out {} holds {} run(s) outside this grid (e.g. {}); atlas.json would lose them: rerun with a grid "
+          "that includes them (the --schemes/--depths/--lrs/--seeds of atlas_plan.json, widened as you like) or "
+          "choose another --out",
+          o_.out, held.size(), *held.begin()));
+  }
 
   // The runs DIR/atlas.json records as ended: a copy of the atlas without its run directories
   // (the repository keeps atlas.json, not runs/) carries on from them.
