@@ -21,7 +21,8 @@ check = Checks()
 
 
 def example(i, depth, scheme, reach):
-    """A run whose first 20 updates are two logged lines; it fails when its gradient reach is low."""
+    """A run whose first 20 updates are two logged lines; it fails when its gradient reach is low
+    (some at update 15, before K = 20: no warning in advance)."""
     rng = random.Random(i)
     fails = reach + rng.gauss(0, 0.5) < -3
     lines = []
@@ -32,7 +33,7 @@ def example(i, depth, scheme, reach):
                       "log_z_max": 6 + rng.random(), "ln_input": 1.5, "param_norm": 60})
     return {"name": f"{scheme}-L{depth}-{i}", "scheme": scheme, "depth": depth, "lr": 1e-3, "warmup": True, "seed": 0,
             "steps": 400, "label": ("stalls" if i % 2 else "diverges") if fails else "trains", "failure": "",
-            "failure_step": 300 if fails else None, "final_bpb": 4.4 if fails else 3.3, "source": "run",
+            "failure_step": (15 if i % 7 == 0 else 300) if fails else None, "final_bpb": 4.4 if fails else 3.3, "source": "run",
             "regime": {"model.d_model": 64}, "lines": lines}
 
 
@@ -50,6 +51,13 @@ with tempfile.TemporaryDirectory() as d:
     held = rep.get("groups", {}).get("held-out depth 96", {}).get("doctor", {})
     check("the fit finds the signal the failures follow (held-out depth 96: AUROC > 0.9)",
           (held.get("auroc") or 0) > 0.9, held)
+    groups = rep.get("groups", {})
+    check("leads are warnings in advance: every lead > 0 steps",
+          all(x > 0 for g in groups.values() for x in g.get("lead_steps", [])),
+          {k: min(g.get("lead_steps") or [1]) for k, g in groups.items()})
+    bt = rep.get("baseline_thresholds", {})
+    check("each baseline flags at its own threshold, not the doctor's",
+          set(bt) == {"loss", "grad_norm"} and all(0 < v < 1 for v in bt.values()), bt)
     m = json.load(open(model)) if os.path.exists(model) else {}
     w = m.get("fails", {}).get("inputs", {})
     check("its largest weight is on grad_reach, negative", w and min(w, key=lambda k: w[k]["weight"]) == "grad_reach",

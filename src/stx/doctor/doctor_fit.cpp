@@ -158,6 +158,8 @@ int fit(const FitOptions& o) {
   }
   const auto loss_only = fit_logistic(X, y, names, {0}, o.l2);
   const auto grad_only = fit_logistic(X, y, names, {1}, o.l2);
+  // Each baseline flags at its own best-F1 threshold on the fitted runs, as the doctor does.
+  const double loss_threshold = best_f1_threshold(loss_only, X, y), grad_threshold = best_f1_threshold(grad_only, X, y);
   m.ranges.assign(names.size(), {});
   for (size_t i = 0; i < names.size(); ++i) {
     std::vector<double> tr, fa;
@@ -245,9 +247,11 @@ int fit(const FitOptions& o) {
                                {"predicted", predicted},
                                {"p_fails", std::isnan(pall) ? nlohmann::json(nullptr) : nlohmann::json(pall)}});
       if (!std::isnan(p)) g.calib.push_back({p, c.fails});
+      // Lead: how many updates before the failure the warning came; a run that failed at or
+      // before K was not warned in advance and has none.
       if (c.fails && !std::isnan(p) && p >= m.threshold) {
         const int64_t fail_at = c.ex->label == "diverges" && c.ex->failure_step ? *c.ex->failure_step : c.ex->steps;
-        g.lead.push_back(fail_at - c.horizon);
+        if (fail_at > c.horizon) g.lead.push_back(fail_at - c.horizon);
       }
     }
   }
@@ -257,6 +261,7 @@ int fit(const FitOptions& o) {
                            {"holdout_schemes", o.holdout_schemes},
                            {"l2", o.l2},
                            {"threshold", m.threshold},
+                           {"baseline_thresholds", {{"loss", loss_threshold}, {"grad_norm", grad_threshold}}},
                            {"horizon_fraction", 0.05},
                            {"examples", examples.size()},
                            {"unreadable", unreadable}};
@@ -279,7 +284,7 @@ int fit(const FitOptions& o) {
   nlohmann::json gj = nlohmann::json::object();
   for (auto& [gname, g] : groups) {
     const auto sd = score(g.doc, g.y, m.threshold), sa = score(g.doc_all, g.y, m.threshold);
-    const auto sl = score(g.loss, g.y, m.threshold), sg = score(g.grad, g.y, m.threshold);
+    const auto sl = score(g.loss, g.y, loss_threshold), sg = score(g.grad, g.y, grad_threshold);
     std::sort(g.lead.begin(), g.lead.end());
     const double lead = g.lead.empty() ? NAN : static_cast<double>(g.lead[g.lead.size() / 2]);
     // Calibration: five bins of P(fails).
