@@ -59,11 +59,17 @@ with tempfile.TemporaryDirectory() as d:
     check("pre at depth 1: a best loss in bits/byte, a sensitivity ≥ 0, a seed spread",
           isinstance(c.get("best_bpb"), float) and 0 < c["best_bpb"] < 9 and c.get("lr_sensitivity") is not None
           and c["lr_sensitivity"] >= 0 and c.get("seed_spread_mean") is not None, c)
+    partial = [c for c in cells.values() if c["depth"] == 3 and c.get("lr_sensitivity") is not None]
+    check("a deep row's sensitivity names the rates it averages (1 of 2 with neighbours 0)",
+          all(c.get("lr_sensitivity_rates") == 1 for c in partial)
+          and all(c.get("lr_sensitivity_rates") == 2 for c in j.get("cells", []) if c["depth"] == 1), partial)
     check("the unigram entropy of the corpus is reported", isinstance(j.get("unigram_entropy_bits"), float)
           and 3 < j["unigram_entropy_bits"] < 6, j.get("unigram_entropy_bits"))
     md = open(os.path.join(out, "atlas.md")).read() if os.path.exists(os.path.join(out, "atlas.md")) else ""
     for section in ("Best final loss", "Learning-rate sensitivity", "Without warm-up", "Seed spread", "Every run"):
         check(f"atlas.md has '{section}'", section in md)
+    if partial:
+        check("atlas.md marks a sensitivity over part of the grid", "over 1 of 2 rates" in md)
     for fig in ("loss_vs_lr.png", "sensitivity_vs_depth.png"):
         check(f"figure {fig}", os.path.exists(os.path.join(out, "figures", fig)))
     check("every run's reading has the diagnostics", all(

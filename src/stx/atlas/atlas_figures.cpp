@@ -98,11 +98,13 @@ std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p
   for (auto& s : p.schemes) {
     std::ostringstream c;
     for (auto d : p.depths)
-      if (auto& cell = cells.at({s, d}); cell.sensitivity) c << d << " " << *cell.sensitivity << "\n";
+      if (auto& cell = cells.at({s, d}); cell.sensitivity && cell.sensitivity_rates >= p.lrs.size())
+        c << d << " " << *cell.sensitivity << "\n";  // over the whole grid only (atlas_report.cpp)
     sens.curves.push_back({c.str(), "linespoints pt 7 ps 0.7 lw 1.5", row(s).color, row(s).title});
   }
   const auto s_png = (fs::path(dir) / "figures" / "sensitivity_vs_depth.png").string();
-  draw_panels(s_png, {sens}, "Learning-rate sensitivity vs depth (Wortsman et al. 2023)", 900, 600);
+  draw_panels(s_png, {sens},
+              "Learning-rate sensitivity vs depth (Wortsman et al. 2023; rows that ran the whole rate grid)", 900, 600);
   if (fs::exists(s_png)) out.push_back("figures/sensitivity_vs_depth.png");
   // Failures.
   for (auto* e : failures_drawn(entries)) {

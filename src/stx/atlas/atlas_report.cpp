@@ -78,8 +78,13 @@ void write_report(const std::string& dir, const std::string& command, const Atla
     md << "\n";
   };
   table("Best final loss (bits per byte) @ its learning rate", cell_text);
-  table("Learning-rate sensitivity (Wortsman et al. 2023; bits, lower is more robust)",
-        [](const Cell& c) { return num(c.sensitivity); });
+  // Over fewer rates than the grid (the deep rows run a few around the best below) the mean
+  // leaves out the rates that would raise it most: not comparable, so marked.
+  const size_t n_rates = p.lrs.size();
+  table("Learning-rate sensitivity (Wortsman et al. 2023; bits, lower is more robust)", [n_rates](const Cell& c) {
+    if (!c.sensitivity || c.sensitivity_rates >= n_rates) return num(c.sensitivity);
+    return fmt::format("({} over {} of {} rates)", num(c.sensitivity), c.sensitivity_rates, n_rates);
+  });
   table("Learning rates within 0.1 bit/byte of the best", [](const Cell& c) {
     return c.range_lo ? fmt::format("{:g} … {:g}", *c.range_lo, *c.range_hi) : std::string("–");
   });

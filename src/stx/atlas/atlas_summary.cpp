@@ -94,6 +94,7 @@ std::map<std::pair<std::string, int64_t>, Cell> summarize(const AtlasPlan& p, co
           }
         }
         c.sensitivity = sum / static_cast<double>(grid.size());
+        c.sensitivity_rates = grid.size();
       }
       double n = 0, tot = 0, mx = 0;
       for (auto& [li, seeds] : by_seed)
@@ -121,6 +122,7 @@ nlohmann::json to_json(const Cell& c) {
           {"best_lr", opt(c.best_lr)},
           {"range_within_0.1", {opt(c.range_lo), opt(c.range_hi)}},
           {"lr_sensitivity", opt(c.sensitivity)},
+          {"lr_sensitivity_rates", c.sensitivity_rates},
           {"nowarm_bpb", opt(c.nowarm_bpb)},
           {"nowarm_failure", c.nowarm_failure},
           {"failures", c.failures},

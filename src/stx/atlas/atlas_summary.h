@@ -41,6 +41,7 @@ struct Cell {
   int64_t depth = 0;
   int runs = 0, ended = 0, converged = 0, learned = 0;
   std::optional<double> best_bpb, best_lr, range_lo, range_hi, sensitivity, nowarm_bpb;
+  size_t sensitivity_rates = 0;  // the rates the sensitivity averages over (deep rows: only those run)
   std::string nowarm_failure, failures;
   std::optional<double> seed_spread_mean, seed_spread_max;
 };
