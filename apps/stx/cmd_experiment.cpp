@@ -34,6 +34,7 @@ void register_experiment(Registry& reg) {
     int64_t seeds = -1, warmup = -1, neighbours = 1;
     double nowarm_lr = -1;
     int jobs = 2;
+    bool report_only = false;
   };
   auto o = std::make_shared<Opts>();
   std::string all;
@@ -77,10 +78,12 @@ void register_experiment(Registry& reg) {
                   "atlas: from the third depth on, the rates within this many grid points of the best below")
       ->capture_default_str();
   sub->add_option("--jobs", o->jobs, "atlas: runs at once, one thread each")->capture_default_str();
+  sub->add_flag("--report-only", o->report_only,
+                "atlas: rewrite atlas.md, atlas.json and the figures from the runs that ended; start nothing");
   reg.add(sub, [o, all, sub] {
     // An option of the other experiment is a mistake, not something to ignore.
-    const std::vector<std::string> atlas_only{"--schemes", "--depths",    "--lrs",        "--seeds",
-                                              "--warmup",  "--nowarm-lr", "--neighbours", "--jobs"};
+    const std::vector<std::string> atlas_only{"--schemes",   "--depths",     "--lrs",  "--seeds",      "--warmup",
+                                              "--nowarm-lr", "--neighbours", "--jobs", "--report-only"};
     const std::vector<std::string> collapse_only{"--arms", "--multipliers", "--sgd-lr", "--collapse-threshold",
                                                  "--spike-nats"};
     for (auto& opt : o->name == "atlas" ? collapse_only : atlas_only)
@@ -110,6 +113,7 @@ void register_experiment(Registry& reg) {
                                 o->seeds > 0 ? o->seeds : (o->quick ? 1 : 2), steps, warmup, nowarm, o->neighbours,
                                 o->quick);
       a.exe = exe, a.out = o->out, a.command = command_line(), a.quiet = o->quiet, a.jobs = o->jobs;
+      a.report_only = o->report_only;
       return atlas::run_atlas(a);
     }
     collapse::ExperimentOptions e;

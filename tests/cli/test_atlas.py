@@ -86,6 +86,14 @@ with tempfile.TemporaryDirectory() as d:
     check("a copy without runs/ has nothing to redo and the same results",
           r3.returncode == 0 and "started" not in r3.stdout and j3.get("cells") == j.get("cells"),
           r3.stdout[-600:])
+    # --report-only rewrites the report from what ended and starts nothing, under the stored command.
+    shutil.rmtree(os.path.join(copy, "figures"), ignore_errors=True)
+    r5 = run_stx(STX, [copy if a == out else a for a in args] + ["--report-only"], env=ENV, timeout=300)
+    j5 = json.load(open(os.path.join(copy, "atlas.json"))) if os.path.exists(os.path.join(copy, "atlas.json")) else {}
+    check("--report-only: exit 0, nothing started, the same cells, the stored command, figures redrawn",
+          r5.returncode == 0 and "started" not in r5.stdout + r5.stderr and j5.get("cells") == j.get("cells")
+          and j5.get("command") == j3.get("command") and "--report-only" not in j5.get("command", "")
+          and os.path.exists(os.path.join(copy, "figures", "loss_vs_lr.png")), (r5.stdout + r5.stderr)[-600:])
     check("ended runs keep no checkpoints", not any(
         f.endswith(".safetensors") for x in ran for f in os.listdir(os.path.join(out, "runs", x["name"]))))
     # A fourth depth added later: its row follows the third's best rate; it must not wait for the

@@ -20,6 +20,7 @@ struct AtlasOptions {
   AtlasPlan plan;
   int jobs = 2;
   bool quiet = false;
+  bool report_only = false;  // rewrite the report and figures from the ended runs; start nothing
 };
 
 // 0: every run ended or was ruled out; 1: a child failed (rerun to retry); 128 + signal when stopped.
