@@ -83,14 +83,24 @@ std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p
         if (auto l = loss_of(e)) ok << e.run.lr << " " << *l << "\n";
         else bad << e.run.lr << " " << l0 << "\n";
       }
+      // The one legend is the last panel's: a scheme with no run there still gets its entry
+      // (one point far left of the x range, clipped).
+      if (d == p.depths.back() && ok.str().empty() && bad.str().empty())
+        ok << p.lrs.front() * 1e-6 << " " << l0 << "\n";
       pan.curves.push_back({ok.str(), "linespoints pt 7 ps 0.6 lw 1.5", row(s).color, row(s).title});
       pan.curves.push_back({bad.str(), "points pt 2 ps 1.2", row(s).color, ""});
     }
+    // Decade tics over the plan's rates; one legend (the last panel's), not one per depth.
+    std::string tics;
+    for (double t = std::pow(10.0, std::floor(std::log10(p.lrs.front()))); t <= p.lrs.back() * 1.0001; t *= 10)
+      tics += fmt::format("{}'{:g}' {:g}", tics.empty() ? "" : ", ", t, t);
+    pan.extra = fmt::format("set xrange [{:g}:{:g}]\nset xtics ({})\n{}\n", p.lrs.front() / 2, p.lrs.back() * 2, tics,
+                            d == p.depths.back() ? "set key outside right top font ',9'" : "unset key");
     panels.push_back(pan);
   }
   const auto lr_png = (fs::path(dir) / "figures" / "loss_vs_lr.png").string();
   draw_panels(lr_png, panels, "Final loss vs learning rate (× : failed, drawn at ℓ₀ = log₂ V)",
-              420 * static_cast<int>(std::max<size_t>(1, p.depths.size())), 520);
+              400 * static_cast<int>(std::max<size_t>(1, p.depths.size())) + 500, 520);
   if (fs::exists(lr_png)) out.push_back("figures/loss_vs_lr.png");
   // Sensitivity vs depth.
   const auto cells = summarize(p, entries);
