@@ -74,6 +74,10 @@ std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p
   std::vector<std::string> out;
   // Loss vs learning rate, a panel per depth.
   std::vector<Panel> panels;
+  // The one legend goes on the last panel drawn: the deepest depth with an ended run.
+  int64_t legend_depth = -1;
+  for (auto& e : entries)
+    if (e.run.warmup && e.run.seed == 0 && e.result.ended()) legend_depth = std::max(legend_depth, e.run.depth);
   for (auto d : p.depths) {
     Panel pan{fmt::format("{} layers", d), "learning rate", "final bits per byte", true, false, {}, ""};
     for (auto& s : p.schemes) {
@@ -83,19 +87,18 @@ std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p
         if (auto l = loss_of(e)) ok << e.run.lr << " " << *l << "\n";
         else bad << e.run.lr << " " << l0 << "\n";
       }
-      // The one legend is the last panel's: a scheme with no run there still gets its entry
-      // (one point far left of the x range, clipped).
-      if (d == p.depths.back() && ok.str().empty() && bad.str().empty())
-        ok << p.lrs.front() * 1e-6 << " " << l0 << "\n";
+      // A scheme with no run in the legend's panel still gets its entry there (one point far
+      // left of the x range, clipped).
+      if (d == legend_depth && ok.str().empty() && bad.str().empty()) ok << p.lrs.front() * 1e-6 << " " << l0 << "\n";
       pan.curves.push_back({ok.str(), "linespoints pt 7 ps 0.6 lw 1.5", row(s).color, row(s).title});
       pan.curves.push_back({bad.str(), "points pt 2 ps 1.2", row(s).color, ""});
     }
-    // Decade tics over the plan's rates; one legend (the last panel's), not one per depth.
+    // Decade tics over the plan's rates; one legend, not one per depth.
     std::string tics;
     for (double t = std::pow(10.0, std::floor(std::log10(p.lrs.front()))); t <= p.lrs.back() * 1.0001; t *= 10)
       tics += fmt::format("{}'{:g}' {:g}", tics.empty() ? "" : ", ", t, t);
     pan.extra = fmt::format("set xrange [{:g}:{:g}]\nset xtics ({})\n{}\n", p.lrs.front() / 2, p.lrs.back() * 2, tics,
-                            d == p.depths.back() ? "set key outside right top font ',9'" : "unset key");
+                            d == legend_depth ? "set key outside right top font ',9'" : "unset key");
     panels.push_back(pan);
   }
   const auto lr_png = (fs::path(dir) / "figures" / "loss_vs_lr.png").string();
