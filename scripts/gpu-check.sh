@@ -26,11 +26,16 @@
 # STX_GPU_ONLY: a grep -E regex of the bench names to run (default all); STX_GPU_TRAIN: the devices
 # of the training run (default "cuda cpu"; "" for none).
 set -uo pipefail
-cd "$(dirname "$0")/.."
 REHEARSE=0
 if [ "${1:-}" = "--rehearse" ]; then REHEARSE=1; shift; fi
 OUT=${1:-gpu-check}
 PY=${2:-python3}
+# OUT and STX_BUNDLE are relative to where the script is called from; then to the repository.
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || { echo "gpu-check: cannot create OUT '$OUT'"; exit 2; }
+if [ -n "${STX_BUNDLE:-}" ]; then
+  STX_BUNDLE=$(cd "$STX_BUNDLE" 2>/dev/null && pwd) || { echo "gpu-check: STX_BUNDLE is not a directory"; exit 2; }
+fi
+cd "$(dirname "$0")/.."
 DEPS=${STX_DEPS:-gpu-deps}
 CMAKE_DEPS=()
 if [ -d "$DEPS/root/usr" ]; then
@@ -39,8 +44,6 @@ if [ -d "$DEPS/root/usr" ]; then
   export LD_LIBRARY_PATH="$DEPS/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 PEAK_TFLOPS=${PEAK_TFLOPS:-989}  # dense bf16 of an H100/H200 SXM; set for other GPUs
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
 exec > >(tee "$OUT/gpu-check.log") 2>&1
 say() { echo; echo "== $*  [$(date +%T)]"; }
 
@@ -51,10 +54,11 @@ echo "cores: $(nproc)"
 
 if [ -n "${STX_BUNDLE:-}" ]; then
   say "prebuilt stx from $STX_BUNDLE (scripts/gpu-bundle.sh), LibTorch from $PY"
-  mkdir -p /tmp/stx-bundle && tar -C /tmp/stx-bundle -xJf "$STX_BUNDLE/lib.tar.xz"
+  LIBS=$(mktemp -d)
+  tar -C "$LIBS" -xJf "$STX_BUNDLE/lib.tar.xz" || { echo "gpu-check: cannot unpack $STX_BUNDLE/lib.tar.xz"; exit 1; }
   TORCH_LIB=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
-  export LD_LIBRARY_PATH="$TORCH_LIB:/tmp/stx-bundle/lib:$(cd "$STX_BUNDLE" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  STX="$(cd "$STX_BUNDLE" && pwd)/stx"
+  export LD_LIBRARY_PATH="$TORCH_LIB:$LIBS/lib:$STX_BUNDLE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  STX="$STX_BUNDLE/stx"
   "$STX" --version || { echo "PREBUILT STX DOES NOT RUN HERE:"; ldd "$STX" | grep -i "not found"; exit 1; }
 else
   if [ ${#CMAKE_DEPS[@]} -gt 0 ]; then echo "C++ dependencies from $DEPS:"; cat "$DEPS/VERSIONS"; fi
@@ -78,23 +82,24 @@ if [ "$REHEARSE" = 1 ]; then
 fi
 
 # gpumem NAME CMD...: runs CMD under a time limit (STEP_S, default 150 s) while nvidia-smi polls
-# memory.used; writes the peak (MiB) to OUT/NAME.gpumem.
+# memory.used; writes the peak (MiB) to OUT/NAME.gpumem. A failed step is counted (the exit code).
+FAILS=0
 gpumem() {
   local name=$1; shift
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$OUT/$name.smi" 2>/dev/null &
   local smi=$!
-  timeout "${STEP_S:-150}" "$@"
+  timeout -k 10 "${STEP_S:-150}" "$@"
   local rc=$?
   [ "$rc" = 124 ] && echo "!! $name: stopped at its ${STEP_S:-150} s limit"
   kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
   sort -n "$OUT/$name.smi" | tail -1 > "$OUT/$name.gpumem"; rm -f "$OUT/$name.smi"
-  [ "$rc" = 0 ] || echo "!! $name: exit $rc"
+  [ "$rc" = 0 ] || { echo "!! $name: exit $rc"; FAILS=$((FAILS + 1)); }
 }
 
 say "training run: the atlas's byte-level model, 24 layers, 100 updates: cuda (bf16 autocast) vs cpu"
 for dev in ${STX_GPU_TRAIN-cuda cpu}; do
   rm -rf "$OUT/train-$dev"
-  STEP_S=120 gpumem "train-$dev" "$STX" train --config configs/atlas.yaml --out "$OUT/train-$dev" \
+  STEP_S=240 gpumem "train-$dev" "$STX" train --config configs/atlas.yaml --out "$OUT/train-$dev" \
     --set model.decoder_layers=24 --set train.device=$dev --set train.max_steps=100 --set train.eval_every=100 \
     --set train.checkpoint_every=100 --set train.warmup_steps=10 --quiet
 done
@@ -116,6 +121,7 @@ PYEOF
 bench() {
   local name=$1 cfg=$2; shift 2
   echo "$name" | grep -qE "${STX_GPU_ONLY:-.}" || return 0
+  rm -f "$OUT/$name"-*.json "$OUT/$name"-*.gpumem  # no stale results in the table
   say "bench $name: stx"
   gpumem "$name-stx" "$STX" bench --config "$cfg" --set train.device=cuda --quiet --json "$OUT/$name-stx.json" "$@" \
     > "$OUT/$name-stx.log" 2>&1
@@ -139,7 +145,7 @@ sed 's/^  max_len: 128/  max_len: 512/' configs/bench-d512-l6.yaml > "$OUT/confi
 # it unrolls every layer into one graph).
 STEPS=(--steps 10 --warmup 2)
 bench d512-l6-b64x512 "$OUT/configs/bench-d512-l6-t512.yaml" --batch 64 --seq 512 "${STEPS[@]}"
-say "DeepNet 1,000 layers (500-500, d=512, 8 heads, d_ff=2048), bf16, activation checkpointing"
+# DeepNet 1,000 layers (500-500, d=512, 8 heads, d_ff=2048), bf16, activation checkpointing.
 STEP_S=200 PEERS= bench deepnet-1000-b64x128 configs/deepnet-1000.yaml --set train.checkpoint_activations=true \
   --batch 64 --seq 128 --steps 3 --warmup 1
 bench d64-l24-b512x64 configs/bench-d64-l24.yaml --batch 512 --seq 64 "${STEPS[@]}"
@@ -175,3 +181,5 @@ for shape, peers in rows.items():
         tf = flops / (ms / 1e3) / 1e12 if ms and flops else 0
         print(f"{shape:22s} {peer:8s} {ms:9.2f} {j.get('tokens_per_s', 0):12.0f} {tf:8.1f} {tf / peak:6.1%} {mem(shape + '-' + peer):8.0f}")
 PYEOF
+echo "gpu-check: $FAILS step(s) failed"
+[ "$FAILS" = 0 ]

@@ -135,6 +135,7 @@ with tempfile.TemporaryDirectory() as d:
             ("zero jobs", ["--jobs", "0"], ["--jobs"]),
             ("warm-up past the steps", ["--steps", "10", "--warmup", "10"], ["--warmup"]),
             ("an entropy-collapse option", ["--arms", "post"], ["--arms", "entropy-collapse"]),
+            ("--report-only where no atlas is", ["--report-only"], ["--report-only", "no atlas"]),
             ("a key the atlas sets", ["--set", "train.lr=1e-3"], ["train.lr"]),
             ("a translation config", ["--config", os.path.join(ROOT, "configs", "demo.yaml")], ["decoder"])):
         args_ = base + extra

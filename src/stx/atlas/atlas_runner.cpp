@@ -62,10 +62,13 @@ class Runner {
   explicit Runner(const AtlasOptions& o) : o_(o) {}
 
   int run() {
+    if (o_.report_only && !fs::exists(fs::path(o_.out) / "atlas_plan.json"))
+      throw InputError("--report-only: --out " + o_.out + " holds no atlas (no atlas_plan.json); run the atlas first");
     refuse_lost_results();
-    grid::prepare_grid_dir({o_.out, "atlas_plan.json", "an atlas", "--config/--set/--steps/--warmup"},
-                           plan_json(o_.plan),
-                           [&](const nlohmann::json& stored) { return plan_mismatch(stored, o_.plan); });
+    if (!o_.report_only)  // a report changes nothing of the plan
+      grid::prepare_grid_dir({o_.out, "atlas_plan.json", "an atlas", "--config/--set/--steps/--warmup"},
+                             plan_json(o_.plan),
+                             [&](const nlohmann::json& stored) { return plan_mismatch(stored, o_.plan); });
     install_stop_handlers();
     const auto stored = stored_runs();
     for (auto& r : all_runs(o_.plan)) {
@@ -109,19 +112,21 @@ class Runner {
  private:
   std::string dir_of(const Entry& e) const { return (fs::path(o_.out) / "runs" / e.run.name).string(); }
 
-  // The results already in --out — the ended runs atlas.json records (all a fresh clone has) and
-  // the run directories under runs/ — are never dropped or mixed: a rerun with other --steps,
-  // --warmup or config is refused, and so is a grid that leaves any of them out (atlas.json is
-  // rewritten from the grid's runs alone).
+  // The results already in --out are never dropped or mixed: a rerun with other --steps,
+  // --warmup or config is refused when any run has results (ended in atlas.json — all a fresh
+  // clone has — or begun under runs/), and so is a grid that leaves out a run atlas.json records
+  // as ended (atlas.json is rewritten from the grid's runs alone).
   void refuse_lost_results() const {
     const fs::path plan_file = fs::path(o_.out) / "atlas_plan.json";
     if (!fs::exists(plan_file)) return;  // prepare_grid_dir judges the directory
-    std::set<std::string> held;
-    for (auto& [name, _] : stored_runs()) held.insert(name);
+    std::set<std::string> ended;
+    for (auto& [name, _] : stored_runs()) ended.insert(name);
+    size_t begun = 0;
     std::error_code ec;
     for (auto& d : fs::directory_iterator(fs::path(o_.out) / "runs", ec))
-      if (d.is_directory() && fs::exists(d.path() / "metrics.jsonl")) held.insert(d.path().filename().string());
-    if (held.empty()) return;
+      begun += d.is_directory() && fs::exists(d.path() / "metrics.jsonl") && !ended.count(d.path().filename().string());
+    if (ended.empty() && begun == 0) return;
+    std::set<std::string> held = ended;
     nlohmann::json stored;
     try {
       std::ifstream(plan_file) >> stored;
@@ -129,7 +134,7 @@ class Runner {
       return;  // prepare_grid_dir names the problem
     }
     if (const auto why = plan_mismatch(stored, o_.plan); !why.empty())
-      throw InputError("--out " + o_.out + " holds " + std::to_string(held.size()) +
+      throw InputError("--out " + o_.out + " holds " + std::to_string(ended.size() + begun) +
                        " atlas runs made with a different setup: " + why +
                        "; rerun it with the same --config/--set/--steps/--warmup or choose another --out");
     for (auto& r : all_runs(o_.plan)) held.erase(r.name);
@@ -267,6 +272,7 @@ class Runner {
       if (in && (in >> j) && j.contains("command") && j["command"].is_string()) command_ = j["command"];
     } catch (const std::exception&) {
     }
+    if (const auto at = command_.find(" --report-only"); at != std::string::npos) command_.erase(at, 14);
     int ended = 0;
     for (auto& e : entries_) {
       ended += e.result.ended();

@@ -21,7 +21,10 @@ class AttentionImpl : public torch::nn::Module {
   explicit AttentionImpl(const ModelConfig& m, bool inner_norm = false);
   // x: [B, Tq, d] queries; memory: [B, Tk, d] keys/values (x itself for self-attention).
   // key_pad: [B, Tk] bool, true where the key is padding (undefined: none). causal: mask
-  // keys after the query. Records "probs" at `tap` when asked.
+  // keys after the query. Records "probs" at `tap` when asked. Padding must be on the right
+  // (as stx's batches are): causal self-attention through SDPA (cuda) leaves key_pad to the
+  // causal mask, so outputs at padded positions — and at any position after a pad — differ
+  // from the CPU path's.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad, bool causal,
                         const TapSite& tap = {});
   // Incremental decoding (eval): x [B, t, d] are the newest t positions. Self-attention

@@ -19,6 +19,7 @@ class TransformerImpl : public torch::nn::Module {
   // Final hidden state (before the vocabulary projection): [B, T, d].
   torch::Tensor hidden(const torch::Tensor& src, const torch::Tensor& tgt, Taps* taps = nullptr);
   // Logits [B, T, V] over src (encoder-only) or tgt positions; recorded as tap "logits".
+  // Padding (model.pad_id) on the right only (model/attention.h).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt, Taps* taps = nullptr);
   torch::Tensor project(const torch::Tensor& h);  // h W_outᵀ
 

@@ -11,38 +11,23 @@ LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& t
     auto r = fused_cross_entropy(logits.reshape({-1, V}), target, epsilon, pad_id);
     return {r.loss, r.nll, r.tokens};
   }
+  // The reference path (LibTorch ops; every device but the fused CPU kernel's cases): masked
+  // sums over all rows, no copy of the kept rows of the [tokens × V] log-probabilities and no
+  // host sync but the token count.
   auto lprobs = torch::log_softmax(logits.reshape({-1, V}), -1);
   auto y = target.reshape({-1});
-  if (logits.is_cuda()) {  // masked sums: no copy of the [tokens × V] log-probabilities (index_select below)
-    auto keep = (pad_id >= 0 ? y.ne(pad_id) : torch::ones_like(y, torch::kBool)).to(lprobs.scalar_type());
-    LossSums out;
-    out.tokens = keep.sum().item<int64_t>();
-    auto nll = -(lprobs.gather(1, y.unsqueeze(1)).squeeze(1) * keep).sum();
-    out.nll = nll.detach();
-    if (epsilon == 0) {
-      out.loss = nll;
-    } else {
-      const double eps_i = epsilon / static_cast<double>(V - 1);
-      out.loss = (1.0 - epsilon - eps_i) * nll + eps_i * -(lprobs.sum(-1) * keep).sum();
-    }
-    return out;
-  }
-  torch::Tensor keep;
-  if (pad_id >= 0) {
-    keep = y.ne(pad_id);
-    auto idx = keep.nonzero().squeeze(1);
-    lprobs = lprobs.index_select(0, idx);
-    y = y.index_select(0, idx);
-  }
+  auto keep = pad_id >= 0 ? y.ne(pad_id) : torch::ones_like(y, torch::kBool);
+  auto zero = torch::zeros({}, lprobs.options());
   LossSums out;
-  out.tokens = y.size(0);
-  auto nll = -lprobs.gather(1, y.unsqueeze(1)).sum();
+  out.tokens = keep.sum().item<int64_t>();
+  auto nll = -torch::where(keep, lprobs.gather(1, y.unsqueeze(1)).squeeze(1), zero).sum();
   out.nll = nll.detach();
   if (epsilon == 0) {
     out.loss = nll;
   } else {
+    // fairseq's label smoothing: ε/(V−1) on every other class, 1 − ε on the target.
     const double eps_i = epsilon / static_cast<double>(V - 1);
-    auto smooth = -lprobs.sum();
+    auto smooth = -torch::where(keep, lprobs.sum(-1), zero).sum();
     out.loss = (1.0 - epsilon - eps_i) * nll + eps_i * smooth;
   }
   return out;
