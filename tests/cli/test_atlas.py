@@ -70,7 +70,7 @@ with tempfile.TemporaryDirectory() as d:
         check(f"atlas.md has '{section}'", section in md)
     if partial:
         check("atlas.md marks a sensitivity over part of the grid", "over 1 of 2 rates" in md)
-    for fig in ("loss_vs_lr.png", "sensitivity_vs_depth.png"):
+    for fig in ("atlas_map.png", "loss_vs_lr.png", "sensitivity_vs_depth.png"):
         check(f"figure {fig}", os.path.exists(os.path.join(out, "figures", fig)))
     check("every run's reading has the diagnostics", all(
         x["reading"]["max_attn_logit"] is not None and x["reading"]["grad_reach"] is not None for x in ran),

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "stx/atlas/atlas_map.h"
 #include "stx/config/schemes.h"
 #include "stx/core/error.h"
 #include "stx/report/metrics_log.h"
@@ -60,7 +61,7 @@ std::string series(const std::vector<nlohmann::json>& rs, const std::string& ptr
 std::vector<std::string> existing_figures(const std::string& dir, const AtlasPlan& p,
                                           const std::vector<Entry>& entries) {
   std::vector<std::string> out;
-  std::vector<std::string> names{"loss_vs_lr.png", "sensitivity_vs_depth.png"};
+  std::vector<std::string> names{kMapFigure, "loss_vs_lr.png", "sensitivity_vs_depth.png"};
   for (auto* e : failures_drawn(entries)) names.push_back("failure_" + e->run.name + ".png");
   for (auto& n : names)
     if (fs::exists(fs::path(dir) / "figures" / n)) out.push_back("figures/" + n);
@@ -72,6 +73,7 @@ std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p
   fs::create_directories(fs::path(dir) / "figures");
   const double l0 = init_loss_bits(p);
   std::vector<std::string> out;
+  if (auto m = draw_map(dir, p, entries)) out.push_back(*m);
   // Loss vs learning rate, a panel per depth.
   std::vector<Panel> panels;
   // The one legend goes on the last panel drawn: the deepest depth with an ended run.

@@ -1,4 +1,5 @@
 // stx/atlas/atlas_figures.h — the figures of the atlas in DIR/figures/ (gnuplot, report/panels.h):
+//   atlas_map.png           every run as a cell: scheme × depth × learning rate (atlas_map.h)
 //   loss_vs_lr.png          final bits per byte vs learning rate, one panel per depth, one curve per
 //                           scheme (Wortsman et al. 2023, Figure 1's shape); runs that failed are
 //                           crosses at ℓ₀ = log₂ V

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "stx/atlas/atlas_map.h"
 #include "stx/config/config_io.h"
 #include "stx/config/schemes.h"
 #include "stx/core/atomic_file.h"
@@ -63,6 +65,10 @@ void write_report(const std::string& dir, const std::string& command, const Atla
       p.steps, static_cast<double>(p.steps * t.max_tokens) / 1e6, to_string(t.optimizer),
       fmt::format("β {:g}, {:g}", t.betas[0], t.betas[1]), p.warmup, to_string(t.schedule), t.clip_norm, t.weight_decay,
       m.dropout, l0, std::isfinite(unigram) ? fmt::format("{:.3f}", unigram) : "(not computed)");
+  // The map first: every run at a glance (atlas_map.h).
+  const auto map = "figures/" + std::string(kMapFigure);
+  if (std::find(figures.begin(), figures.end(), map) != figures.end())
+    md << "![" << fs::path(map).stem().string() << "](" << map << ")\n\n";
   // Best loss table
   auto table = [&](const std::string& head, const std::function<std::string(const Cell&)>& f) {
     md << "## " << head << "\n\n| scheme |";
@@ -112,7 +118,8 @@ void write_report(const std::string& dir, const std::string& command, const Atla
                       g.first_mover_step ? std::to_string(*g.failure_step - *g.first_mover_step) : "–",
                       num(g.max_attn_logit, "{:.1f}"), num(g.log_z_max, "{:.1f}"), num(g.min_entropy));
   }
-  for (auto& f : figures) md << "\n![" << fs::path(f).stem().string() << "](" << f << ")\n";
+  for (auto& f : figures)
+    if (f != map) md << "\n![" << fs::path(f).stem().string() << "](" << f << ")\n";
   md << "\n## Every run\n\n| run | outcome | bits/byte | max attn logit | min entropy | log Z first → last | ΔF "
         "early | grad reach | time |\n|---|---|---|---|---|---|---|---|---|\n";
   for (auto& e : entries) {
