@@ -72,6 +72,8 @@ with tempfile.TemporaryDirectory() as d:
         check("atlas.md marks a sensitivity over part of the grid", "over 1 of 2 rates" in md)
     for fig in ("atlas_map.png", "loss_vs_lr.png", "sensitivity_vs_depth.png"):
         check(f"figure {fig}", os.path.exists(os.path.join(out, "figures", fig)))
+    check("every run records the CPU that trained it", all(len(x.get("hosts", [])) == 1 for x in ran),
+          [(x["name"], x.get("hosts")) for x in ran][:3])
     check("every run's reading has the diagnostics", all(
         x["reading"]["max_attn_logit"] is not None and x["reading"]["grad_reach"] is not None for x in ran),
         [x["name"] for x in ran if x["reading"]["max_attn_logit"] is None])

@@ -110,6 +110,12 @@ with tempfile.TemporaryDirectory() as d:
     la, lb = losses(a), losses(b)
     diff = [k for k in la if la.get(k) != lb.get(k)]
     check("kill -9 + resume reproduces every loss bit for bit", la == lb and not diff, diff[:5])
+    hosts = [json.loads(x) for x in open(os.path.join(b, "hosts.jsonl"))] if os.path.exists(
+        os.path.join(b, "hosts.jsonl")) else []
+    check("hosts.jsonl: one line per process, the resume's from its checkpoint's step, with the CPU",
+          [h.get("resumed") for h in hosts] == [False, True] and hosts[0].get("step") == 0
+          and 0 <= hosts[1].get("step", -1) <= killed_at and all(h.get("cpu") and h.get("blas") for h in hosts),
+          hosts)
 
     # 3. SIGTERM: finish the step, checkpoint, exit 143; resume reproduces the losses.
     c = os.path.join(d, "c")

@@ -108,8 +108,7 @@ std::optional<std::string> draw_map(const std::string& dir, const AtlasPlan& p, 
         const auto opt = [&](const std::ostringstream& o, const std::string& el) {
           return o.str().empty() ? std::string() : ", " + el;
         };
-        s += "plot " + box("trained.dat", "lc palette") +
-             opt(plateau, box("plateau.dat", "lc rgb '#bdbdbd'")) +
+        s += "plot " + box("trained.dat", "lc palette") + opt(plateau, box("plateau.dat", "lc rgb '#bdbdbd'")) +
              opt(diverged, box("diverged.dat", "lc rgb '#b2182b'")) +
              opt(spiked, box("spiked.dat", "lc rgb '#ef6548'")) +
              opt(best, fmt::format("'{}/best.dat' using 1:2:(0.46):(0.46) with boxxyerror lc rgb '#000000' "

@@ -65,6 +65,26 @@ void write_report(const std::string& dir, const std::string& command, const Atla
       p.steps, static_cast<double>(p.steps * t.max_tokens) / 1e6, to_string(t.optimizer),
       fmt::format("β {:g}, {:g}", t.betas[0], t.betas[1]), p.warmup, to_string(t.schedule), t.clip_norm, t.weight_decay,
       m.dropout, l0, std::isfinite(unigram) ? fmt::format("{:.3f}", unigram) : "(not computed)");
+  // Which machines ran the ended runs (a run resumed elsewhere counts under each, and as "moved").
+  {
+    std::map<std::string, int> per_cpu;
+    int unrecorded = 0, moved = 0;
+    for (auto& e : entries) {
+      if (!e.result.ended()) continue;
+      if (e.hosts.empty()) ++unrecorded;
+      moved += e.hosts.size() > 1;
+      for (auto& h : e.hosts) ++per_cpu[h];
+    }
+    if (!per_cpu.empty()) {
+      md << "Machines (the CPU of each process that trained an ended run, from its `hosts.jsonl`):";
+      for (auto& [cpu, n] : per_cpu) md << fmt::format(" {} — {} run{};", cpu, n, n == 1 ? "" : "s");
+      md << fmt::format(
+          " resumed on another CPU: {}; not recorded (runs from before the record): {}. "
+          "Another CPU may select another BLAS kernel: the same run's losses then differ in the "
+          "last float32 bits, not in what they show.\n\n",
+          moved, unrecorded);
+    }
+  }
   // The map first: every run at a glance (atlas_map.h).
   const auto map = "figures/" + std::string(kMapFigure);
   if (std::find(figures.begin(), figures.end(), map) != figures.end())
@@ -150,7 +170,8 @@ void write_report(const std::string& dir, const std::string& command, const Atla
                          {"cause", e.result.cause},
                          {"seconds", e.result.seconds},
                          {"skipped", e.skipped},
-                         {"reading", to_json(e.reading)}});
+                         {"reading", to_json(e.reading)},
+                         {"hosts", e.hosts}});
   }
   j["figures"] = figures;
   auto put = [&](const std::string& name, const std::string& text) {

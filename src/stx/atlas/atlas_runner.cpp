@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "stx/atlas/atlas_report.h"
 #include "stx/atlas/atlas_summary.h"
 #include "stx/core/error.h"
+#include "stx/core/run_dir.h"
 #include "stx/core/runtime.h"
 #include "stx/core/signals.h"
 #include "stx/grid/grid_dir.h"
@@ -36,6 +38,18 @@ std::vector<nlohmann::json> records_of(const std::string& dir) {
   } catch (const InputError&) {
     return {};
   }
+}
+
+// The distinct CPUs of RUN/hosts.jsonl in order (a torn or foreign line is skipped).
+std::vector<std::string> hosts_of(const std::string& dir) {
+  std::vector<std::string> out;
+  std::ifstream in(fs::path(dir) / RunDir::kHosts);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("cpu") || !j["cpu"].is_string()) continue;
+    if (std::find(out.begin(), out.end(), j["cpu"].get<std::string>()) == out.end()) out.push_back(j["cpu"]);
+  }
+  return out;
 }
 
 std::string result_text(const Entry& e) {
@@ -172,8 +186,13 @@ class Runner {
     e.result.cause = r.value("cause", "");
     e.result.seconds = r.value("seconds", 0.0);
     if (r.contains("reading")) e.reading = reading_from_json(r["reading"]);
+    for (auto& h : r.value("hosts", nlohmann::json::array()))
+      if (h.is_string()) e.hosts.push_back(h.get<std::string>());
   }
-  void reread(Entry& e) { e.reading = read_atlas(records_of(dir_of(e)), e.result); }
+  void reread(Entry& e) {
+    e.reading = read_atlas(records_of(dir_of(e)), e.result);
+    e.hosts = hosts_of(dir_of(e));
+  }
   static bool waiting(const Entry& e) { return e.skipped.rfind("waiting", 0) == 0; }
 
   // Why run e is not run now ("" to run it): deep rows follow the best rate of the depth below.

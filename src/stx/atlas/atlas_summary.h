@@ -33,7 +33,9 @@ struct Entry {
   AtlasRun run;
   grid::RunResult result;
   Reading reading;
-  std::string skipped;  // non-empty: not run, and why
+  std::string skipped;             // non-empty: not run, and why
+  std::vector<std::string> hosts;  // the CPU of each process that trained it, distinct, in order
+                                   // (RUN/hosts.jsonl; empty: not recorded — runs before 2026-12-04)
 };
 
 struct Cell {

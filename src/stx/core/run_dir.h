@@ -3,6 +3,8 @@
 // and experiments all ask it). Files (docs/training.md):
 //   config.yaml                  the run's resolved config (what --resume starts from)
 //   metrics.jsonl                one JSON line per log / validation / event (docs/metrics.md)
+//   hosts.jsonl                  one JSON line per process that trained the run: the step it
+//                                started from and its machine (core/host_record.h)
 //   checkpoint_last.safetensors  the latest state (train/checkpoint.h), written atomically
 //   checkpoint_prev.safetensors  the state before it (--resume-prev when the last is corrupt)
 //   checkpoint_best.safetensors  the state with the lowest validation loss
@@ -22,6 +24,7 @@ class RunDir {
   static constexpr const char* kConfig = "config.yaml";
   static constexpr const char* kMetrics = "metrics.jsonl";
   static constexpr const char* kProbe = "probe.safetensors";
+  static constexpr const char* kHosts = "hosts.jsonl";
 
   explicit RunDir(std::string dir) : dir_(std::move(dir)) {}
 
@@ -33,6 +36,7 @@ class RunDir {
   std::string config() const { return file(kConfig); }
   std::string metrics() const { return file(kMetrics); }
   std::string probe() const { return file(kProbe); }
+  std::string hosts() const { return file(kHosts); }
 
   bool holds_run() const;  // has checkpoint_last
   bool has_prev() const;

@@ -21,6 +21,7 @@
 #include "stx/core/atomic_file.h"
 #include "stx/core/device.h"
 #include "stx/core/error.h"
+#include "stx/core/host_record.h"
 #include "stx/core/run_dir.h"
 #include "stx/core/signals.h"
 #include "stx/io/safetensors.h"
@@ -222,7 +223,14 @@ void Trainer::restore() {
           world_size(), world_size() * cfg_.train.update_freq, cfg_.train.max_tokens, sync_->buckets(),
           static_cast<double>(sync_->bytes()) / 1e6);
   }
-  if (main()) log_.emplace(dir_.metrics(), o_.resume ? st_.step : 0);
+  if (main()) {
+    log_.emplace(dir_.metrics(), o_.resume ? st_.step : 0);
+    // Which machine trained which steps: one line per process, kept across resumes.
+    auto h = host_record();
+    h["step"] = st_.step, h["resumed"] = o_.resume, h["world_size"] = world_size();
+    h["device"] = to_string(cfg_.train.device);
+    std::ofstream(dir_.hosts(), std::ios::app) << h.dump() << "\n";
+  }
   if (!o_.resume) save_last();  // step 0: resume and rollback always have a checkpoint
 }
 

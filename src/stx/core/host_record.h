@@ -1,0 +1,19 @@
+// stx/core/host_record.h — what machine a process runs on, for the record a run keeps of every
+// process that trained it (RUN/hosts.jsonl, core/run_dir.h): the CPU model (/proc/cpuinfo), the
+// BLAS and the kernel it selected for this CPU (OpenBLAS's config string: e.g. "SkylakeX" or
+// "Zen" — another kernel sums the products in another order, so float32 results differ in the
+// last bits), LibTorch's threads and the versions. Resuming a run on another machine is allowed;
+// this is how a reader knows it happened.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace stx {
+
+std::string cpu_model();  // "model name" of /proc/cpuinfo; "unknown" when absent
+
+// {"cpu", "blas", "threads", "stx", "libtorch", "host_threads"} of this process.
+nlohmann::json host_record();
+
+}  // namespace stx
