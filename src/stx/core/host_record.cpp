@@ -25,12 +25,9 @@ std::string cpu_model() {
 nlohmann::json host_record() {
   auto blas = blas_info();
   if (auto p = blas.rfind(" ("); p != std::string::npos) blas.resize(p);  // the library's path: not a fact of the run
-  return {{"cpu", cpu_model()},
-          {"host_threads", std::thread::hardware_concurrency()},
-          {"blas", blas},
-          {"threads", torch::get_num_threads()},
-          {"stx", STX_VERSION},
-          {"libtorch", TORCH_VERSION}};
+  return {{"cpu", cpu_model()}, {"host_threads", std::thread::hardware_concurrency()},
+          {"blas", blas},       {"threads", torch::get_num_threads()},
+          {"stx", STX_VERSION}, {"libtorch", TORCH_VERSION}};
 }
 
 }  // namespace stx
