@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -14,14 +15,27 @@
 
 namespace stx::cli {
 
+// The program as a report should name it: relative to the working directory when it lies under
+// it (build/stx), else just "stx" (a copy in /tmp or an install path is not a fact of the result).
+static std::string program_name(const std::string& argv0) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto abs = fs::weakly_canonical(fs::absolute(argv0, ec), ec), cwd = fs::current_path(ec);
+  const auto rel = abs.lexically_relative(cwd);
+  if (!ec && !rel.empty() && *rel.begin() != "..") return rel.string();
+  return "stx";
+}
+
 std::string command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out, arg;
+  bool first = true;
   for (char c : all) {
     if (c != '\0') {
       arg += c;
       continue;
     }
+    if (first) arg = program_name(arg), first = false;
     const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char ch) {
       return std::isalnum(static_cast<unsigned char>(ch)) || std::string("-_./=,:+@%").find(ch) != std::string::npos;
     });

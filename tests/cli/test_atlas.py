@@ -7,6 +7,7 @@ Run: python3 tests/cli/test_atlas.py build/stx"""
 import gzip
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -72,8 +73,13 @@ with tempfile.TemporaryDirectory() as d:
         check("atlas.md marks a sensitivity over part of the grid", "over 1 of 2 rates" in md)
     for fig in ("atlas_map.png", "loss_vs_lr.png", "sensitivity_vs_depth.png"):
         check(f"figure {fig}", os.path.exists(os.path.join(out, "figures", fig)))
-    check("every run records the CPU that trained it", all(len(x.get("hosts", [])) == 1 for x in ran),
+    check("every run records the CPU and BLAS kernel that trained it",
+          all(len(x.get("hosts", [])) == 1 and ", " in x["hosts"][0] for x in ran),
           [(x["name"], x.get("hosts")) for x in ran][:3])
+    machines = [ln for ln in md.splitlines() if ln.startswith("Machines (")]
+    counted = sum(int(n) for n in re.findall(r" — (\d+) runs?;", machines[0])) if machines else -1
+    check("atlas.md's Machines line counts every ended run once (none moved)",
+          counted == len(ran) and "resumed on another machine: 0;" in (machines or [""])[0], machines)
     check("every run's reading has the diagnostics", all(
         x["reading"]["max_attn_logit"] is not None and x["reading"]["grad_reach"] is not None for x in ran),
         [x["name"] for x in ran if x["reading"]["max_attn_logit"] is None])
@@ -96,6 +102,8 @@ with tempfile.TemporaryDirectory() as d:
           r5.returncode == 0 and "started" not in r5.stdout + r5.stderr and j5.get("cells") == j.get("cells")
           and j5.get("command") == j3.get("command") and "--report-only" not in j5.get("command", "")
           and os.path.exists(os.path.join(copy, "figures", "loss_vs_lr.png")), (r5.stdout + r5.stderr)[-600:])
+    check("the recorded command names no machine's path (stx, not the binary's absolute path)",
+          j.get("command", "").split(" ")[0] in ("stx", "build/stx"), j.get("command", "")[:120])
     check("ended runs keep no checkpoints", not any(
         f.endswith(".safetensors") for x in ran for f in os.listdir(os.path.join(out, "runs", x["name"]))))
     # A fourth depth added later: its row follows the third's best rate; it must not wait for the

@@ -63,6 +63,9 @@ with tempfile.TemporaryDirectory() as d:
 
     # 1. An uninterrupted run and its diagnostics.
     a = os.path.join(d, "a")
+    os.makedirs(a)  # a directory left by an earlier start that never checkpointed: its host line is not this run's
+    with open(os.path.join(a, "hosts.jsonl"), "w") as f:
+        f.write(json.dumps({"cpu": "stale", "step": 99, "resumed": True}) + "\n")
     t0 = time.time()
     r = run(["train", "--out", a] + tiny)
     check("train exits 0", r.returncode == 0, r.stderr[-2000:])
@@ -88,6 +91,9 @@ with tempfile.TemporaryDirectory() as d:
     for f in ("config.yaml", "spm.src.model", "spm.tgt.model", "checkpoint_last.safetensors",
               "checkpoint_best.safetensors", "probe.safetensors"):
         check(f"run has {f}", os.path.exists(os.path.join(a, f)))
+    ha = [json.loads(x) for x in open(os.path.join(a, "hosts.jsonl"))]
+    check("a fresh start begins hosts.jsonl anew: one line, step 0", [(h.get("step"), h.get("resumed")) for h in ha]
+          == [(0, False)], ha)
 
     # 2. kill -9 at a random step, resume: the same losses bit for bit.
     b = os.path.join(d, "b")
@@ -112,7 +118,7 @@ with tempfile.TemporaryDirectory() as d:
     check("kill -9 + resume reproduces every loss bit for bit", la == lb and not diff, diff[:5])
     hosts = [json.loads(x) for x in open(os.path.join(b, "hosts.jsonl"))] if os.path.exists(
         os.path.join(b, "hosts.jsonl")) else []
-    check("hosts.jsonl: one line per process, the resume's from its checkpoint's step, with the CPU",
+    check("hosts.jsonl: one line per start, the resume's from its checkpoint's step, with the CPU",
           [h.get("resumed") for h in hosts] == [False, True] and hosts[0].get("step") == 0
           and 0 <= hosts[1].get("step", -1) <= killed_at and all(h.get("cpu") and h.get("blas") for h in hosts),
           hosts)

@@ -17,74 +17,105 @@ namespace stx::atlas {
 
 namespace fs = std::filesystem;
 
-std::optional<std::string> draw_map(const std::string& dir, const AtlasPlan& p, const std::vector<Entry>& entries) {
-  // Columns: per depth its rates, then the no-warm-up run where the plan has one, then a gap.
+namespace {
+
+// Columns: per depth its rates, then the no-warm-up run where the plan has one, then a gap.
+struct Layout {
   std::map<std::pair<int64_t, int64_t>, int> col;  // (depth, lr index or −1 for no warm-up) → x
-  std::string xtics, depth_labels;
+  std::map<std::string, int> row;                  // scheme → y
+  std::string xtics, ytics, depth_labels;
+  int n_cols = 0;
+};
+
+Layout layout(const AtlasPlan& p, const std::vector<Entry>& entries) {
+  Layout l;
   int x = 0;
   for (auto d : p.depths) {
     const int first = x;
     for (size_t i = 0; i < p.lrs.size(); ++i) {
-      col[{d, static_cast<int64_t>(i)}] = x;
-      xtics += fmt::format("{}\"{:g}\" {}", xtics.empty() ? "" : ", ", p.lrs[i], x++);
+      l.col[{d, static_cast<int64_t>(i)}] = x;
+      l.xtics += fmt::format("{}\"{:g}\" {}", l.xtics.empty() ? "" : ", ", p.lrs[i], x++);
     }
     if (std::any_of(entries.begin(), entries.end(), [&](auto& e) { return e.run.depth == d && !e.run.warmup; })) {
-      col[{d, -1}] = x;
-      xtics += fmt::format(", \"no warm-up\" {}", x++);
+      l.col[{d, -1}] = x;
+      l.xtics += fmt::format(", \"no warm-up\" {}", x++);
     }
-    depth_labels += fmt::format("set label \"{} layers\" at {:g},-1.2 center font ',12'\n", d, (first + x - 1) / 2.0);
+    l.depth_labels += fmt::format("set label \"{} layers\" at {:g},-1.2 center font ',12'\n", d, (first + x - 1) / 2.0);
     ++x;
   }
-  const int n_cols = x - 1;
-  std::map<std::string, int> row;
-  std::string ytics;
+  l.n_cols = x - 1;
   for (size_t i = 0; i < p.schemes.size(); ++i) {
-    row[p.schemes[i]] = static_cast<int>(i);
-    ytics += fmt::format("{}{} {}", i ? ", " : "", gnuplot_quoted(sweep::scheme_row(p.schemes[i]).title), i);
+    l.row[p.schemes[i]] = static_cast<int>(i);
+    l.ytics += fmt::format("{}{} {}", i ? ", " : "", gnuplot_quoted(sweep::scheme_row(p.schemes[i]).title), i);
   }
-  const auto cells = summarize(p, entries);
+  return l;
+}
+
+}  // namespace
+
+std::vector<MapCell> map_cells(const AtlasPlan& p, const std::vector<Entry>& entries, double unigram_bits) {
+  const auto l = layout(p, entries);
+  std::vector<MapCell> cells;
+  std::map<std::pair<std::string, int64_t>, size_t> best;  // (scheme, depth) → index into cells
+  for (auto& e : entries) {
+    if (e.run.seed != 0 || (!e.skipped.empty() && !is_waiting(e)) || !l.row.count(e.run.scheme)) continue;
+    const auto c = l.col.find({e.run.depth, e.run.warmup ? static_cast<int64_t>(e.run.lr_index) : -1});
+    if (c == l.col.end()) continue;
+    MapCell m{c->second, l.row.at(e.run.scheme)};
+    if (!e.result.ended()) m.mark = Mark::Pending;
+    else if (e.result.outcome == grid::Outcome::Diverged) m.mark = Mark::Diverged;
+    else if (e.reading.failure == "loss spike") m.mark = Mark::Spiked;
+    else if (e.result.outcome == grid::Outcome::Stalled || on_plateau(unigram_bits, e)) m.mark = Mark::Plateau;
+    else if (!e.reading.final_bpb) m.mark = Mark::NoReading;
+    else m.mark = Mark::Learned, m.bpb = e.reading.final_bpb;
+    cells.push_back(m);
+    if (m.mark == Mark::Learned && e.run.warmup) {
+      auto [it, fresh] = best.try_emplace({e.run.scheme, e.run.depth}, cells.size() - 1);
+      if (!fresh && *m.bpb < *cells[it->second].bpb) it->second = cells.size() - 1;
+    }
+  }
+  for (auto& [_, i] : best) cells[i].best = true;
+  return cells;
+}
+
+std::optional<std::string> draw_map(const std::string& dir, const AtlasPlan& p, const std::vector<Entry>& entries) {
+  const auto L = layout(p, entries);
   const double unigram = unigram_entropy_bits(p.base);
-  std::ostringstream trained, plateau, diverged, spiked, pending, best, labels;
+  std::ostringstream trained, plateau, diverged, spiked, noreading, pending, best, labels;
   double lo = INFINITY;
   bool any = false;
-  for (auto& e : entries) {
-    if (e.run.seed != 0 || !e.skipped.empty() || !row.count(e.run.scheme)) continue;
-    const auto c = col.find({e.run.depth, e.run.warmup ? static_cast<int64_t>(e.run.lr_index) : -1});
-    if (c == col.end()) continue;
-    const int cx = c->second, cy = row[e.run.scheme];
-    if (!e.result.ended()) {
-      pending << cx << " " << cy << "\n";
-      continue;
-    }
-    any = true;
-    if (e.result.outcome == grid::Outcome::Diverged) {
-      diverged << cx << " " << cy << "\n";
-      labels << cx << " " << cy << " \"div\"\n";
-    } else if (e.reading.failure == "loss spike") {
-      spiked << cx << " " << cy << "\n";
-      labels << cx << " " << cy << " \"spike\"\n";
-    } else if (on_plateau(p, e) || !e.reading.final_bpb) {
-      plateau << cx << " " << cy << "\n";
-    } else {
-      const double l = *e.reading.final_bpb;
-      lo = std::min(lo, l);
-      trained << cx << " " << cy << " " << l << "\n";
-      labels << cx << " " << cy << " \"" << fmt::format("{:.2f}", l) << "\"\n";
-      const auto& cell = cells.at({e.run.scheme, e.run.depth});
-      if (e.run.warmup && cell.best_lr && *cell.best_lr == e.run.lr) best << cx << " " << cy << "\n";
+  for (auto& m : map_cells(p, entries, unigram)) {
+    const auto at = fmt::format("{} {}", m.x, m.y);
+    any = any || m.mark != Mark::Pending;
+    switch (m.mark) {
+      case Mark::Pending: pending << at << "\n"; break;
+      case Mark::Diverged: diverged << at << "\n", labels << at << " \"div\"\n"; break;
+      case Mark::Spiked: spiked << at << "\n", labels << at << " \"spike\"\n"; break;
+      case Mark::Plateau: plateau << at << "\n"; break;
+      case Mark::NoReading: noreading << at << "\n", labels << at << " \"n/a\"\n"; break;
+      case Mark::Learned:
+        lo = std::min(lo, *m.bpb);
+        trained << at << " " << *m.bpb << "\n";
+        labels << at << " \"" << fmt::format("{:.2f}", *m.bpb) << "\"\n";
+        if (m.best) best << at << "\n";
+        break;
     }
   }
   if (!any) return std::nullopt;
-  const double hi = std::isfinite(unigram) ? unigram - 0.1 : lo + 1.5;
+  // The colour scale: from the best run (rounded down) to the plateau line; with no run learned,
+  // or no plateau line (pieces), 1.5 bits wide.
+  double hi = std::isfinite(unigram) ? unigram - 0.1 : (std::isfinite(lo) ? lo + 1.5 : 10.0);
   lo = std::isfinite(lo) ? std::floor(lo * 10) / 10 : hi - 1.5;
+  if (!(lo < hi)) lo = hi - 1.5;
   fs::create_directories(fs::path(dir) / "figures");
   const auto png = (fs::path(dir) / "figures" / kMapFigure).string();
-  const int width = 230 + 52 * (n_cols + 1) + 170, height = 150 + 30 * static_cast<int>(p.schemes.size());
+  const int width = 230 + 52 * (L.n_cols + 1) + 170, height = 150 + 30 * static_cast<int>(p.schemes.size());
   run_gnuplot(
       {{"trained.dat", trained.str()},
        {"plateau.dat", plateau.str()},
        {"diverged.dat", diverged.str()},
        {"spiked.dat", spiked.str()},
+       {"noreading.dat", noreading.str()},
        {"pending.dat", pending.str()},
        {"best.dat", best.str()},
        {"labels.dat", labels.str()}},
@@ -100,22 +131,25 @@ std::optional<std::string> draw_map(const std::string& dir, const AtlasPlan& p, 
             "set palette defined (0 '#1a9850', 0.5 '#d9ef8b', 1 '#fee08b')\nset cbrange [{:g}:{:g}]\n"
             "set cblabel 'final bits per byte (learned)'\n{}"
             "set title {} font ',12'\n",
-            p.schemes.size() - 0.5, n_cols + 0.6, ytics, xtics, lo, hi, depth_labels,
-            gnuplot_quoted("Which scheme trains at which depth and learning rate — final loss of each run (grey: the "
-                           "unigram plateau, red: diverged or loss spike, framed: the best of its depth, dot: still "
-                           "to run)"));
-        // gnuplot skips a plot element whose file is empty; keep every file non-empty.
-        const auto opt = [&](const std::ostringstream& o, const std::string& el) {
-          return o.str().empty() ? std::string() : ", " + el;
+            p.schemes.size() - 0.5, L.n_cols + 0.6, L.ytics, L.xtics, lo, hi, L.depth_labels,
+            gnuplot_quoted("Which scheme trains at which depth and learning rate — final loss of each run (grey: "
+                           "did not learn, red: diverged or loss spike, framed: the scheme's best at that depth, "
+                           "dot: still to run)"));
+        // An element whose file is empty is left out (gnuplot warns on an empty file).
+        std::string plot;
+        const auto add = [&](const std::ostringstream& o, const std::string& el) {
+          if (!o.str().empty()) plot += (plot.empty() ? "plot " : ", ") + el;
         };
-        s += "plot " + box("trained.dat", "lc palette") + opt(plateau, box("plateau.dat", "lc rgb '#bdbdbd'")) +
-             opt(diverged, box("diverged.dat", "lc rgb '#b2182b'")) +
-             opt(spiked, box("spiked.dat", "lc rgb '#ef6548'")) +
-             opt(best, fmt::format("'{}/best.dat' using 1:2:(0.46):(0.46) with boxxyerror lc rgb '#000000' "
-                                   "lw 2.5 fs empty",
-                                   data)) +
-             opt(pending, fmt::format("'{}/pending.dat' using 1:2 with points pt 7 ps 0.4 lc rgb '#888888'", data)) +
-             opt(labels, fmt::format("'{}/labels.dat' using 1:2:3 with labels font ',8'", data)) + "\n";
+        add(trained, box("trained.dat", "lc palette"));
+        add(plateau, box("plateau.dat", "lc rgb '#bdbdbd'"));
+        add(diverged, box("diverged.dat", "lc rgb '#b2182b'"));
+        add(spiked, box("spiked.dat", "lc rgb '#ef6548'"));
+        add(noreading, box("noreading.dat", "lc rgb '#ffffff'"));
+        add(best, fmt::format("'{}/best.dat' using 1:2:(0.46):(0.46) with boxxyerror lc rgb '#000000' lw 2.5 fs empty",
+                              data));
+        add(pending, fmt::format("'{}/pending.dat' using 1:2 with points pt 7 ps 0.4 lc rgb '#888888'", data));
+        add(labels, fmt::format("'{}/labels.dat' using 1:2:3 with labels font ',8'", data));
+        s += plot + "\n";
         return s;
       },
       png);

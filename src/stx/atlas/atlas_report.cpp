@@ -76,10 +76,10 @@ void write_report(const std::string& dir, const std::string& command, const Atla
       for (auto& h : e.hosts) ++per_cpu[h];
     }
     if (!per_cpu.empty()) {
-      md << "Machines (the CPU of each process that trained an ended run, from its `hosts.jsonl`):";
+      md << "Machines (the CPU and BLAS kernel of each start that trained an ended run, from its `hosts.jsonl`):";
       for (auto& [cpu, n] : per_cpu) md << fmt::format(" {} — {} run{};", cpu, n, n == 1 ? "" : "s");
       md << fmt::format(
-          " resumed on another CPU: {}; not recorded (runs from before the record): {}. "
+          " resumed on another machine: {}; not recorded (runs from before the record): {}. "
           "Another CPU may select another BLAS kernel: the same run's losses then differ in the "
           "last float32 bits, not in what they show.\n\n",
           moved, unrecorded);

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "stx/atlas/atlas_figures.h"
 #include "stx/atlas/atlas_report.h"
@@ -40,14 +41,29 @@ std::vector<nlohmann::json> records_of(const std::string& dir) {
   }
 }
 
-// The distinct CPUs of RUN/hosts.jsonl in order (a torn or foreign line is skipped).
+// "CPU, BLAS kernel" of a hosts.jsonl line: two machines that name their CPU alike (a generic
+// "Intel(R) Xeon(R) Processor") may still pick different kernels. OpenBLAS's config string
+// ("OpenBLAS 0.3.21 … SkylakeX MAX_THREADS=64") names its kernel before MAX_THREADS.
+std::string host_label(const nlohmann::json& j) {
+  std::string label = j["cpu"].get<std::string>();
+  if (!j.contains("blas") || !j["blas"].is_string()) return label;
+  const std::string blas = j["blas"];
+  std::istringstream words(blas);
+  std::string w, before;
+  while (words >> w && w.rfind("MAX_THREADS=", 0) != 0) before = w;
+  return label + ", " +
+         (blas.rfind("OpenBLAS", 0) == 0 && !before.empty() && w.rfind("MAX_THREADS=", 0) == 0 ? "OpenBLAS " + before
+                                                                                               : blas);
+}
+
+// The distinct hosts (host_label) of RUN/hosts.jsonl in order (a torn or foreign line is skipped).
 std::vector<std::string> hosts_of(const std::string& dir) {
   std::vector<std::string> out;
   std::ifstream in(fs::path(dir) / RunDir::kHosts);
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("cpu") || !j["cpu"].is_string()) continue;
-    if (std::find(out.begin(), out.end(), j["cpu"].get<std::string>()) == out.end()) out.push_back(j["cpu"]);
+    if (auto h = host_label(j); std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
   }
   return out;
 }
@@ -193,7 +209,7 @@ class Runner {
     e.reading = read_atlas(records_of(dir_of(e)), e.result);
     e.hosts = hosts_of(dir_of(e));
   }
-  static bool waiting(const Entry& e) { return e.skipped.rfind("waiting", 0) == 0; }
+  static bool waiting(const Entry& e) { return is_waiting(e); }
 
   // Why run e is not run now ("" to run it): deep rows follow the best rate of the depth below.
   std::string rule_out(const Entry& e) const {
@@ -293,16 +309,21 @@ class Runner {
     }
     if (const auto at = command_.find(" --report-only"); at != std::string::npos) command_.erase(at, 14);
     int ended = 0;
-    for (auto& e : entries_) {
-      ended += e.result.ended();
-      if (!e.result.ended() && e.skipped.empty()) e.skipped = rule_out(e);
-    }
+    for (auto& e : entries_) ended += e.result.ended();
+    settle_skips();
     draw();
     write();
     std::cout << fmt::format("atlas: report of {} ended runs of {} rewritten (nothing run); {}", ended, entries_.size(),
                              (fs::path(o_.out) / "atlas.md").string())
               << std::endl;
     return 0;
+  }
+
+  // Before a report: why each run not ended is not run (a dot on the map only for the runs that
+  // will run or wait; a run ruled out for good is left blank).
+  void settle_skips() {
+    for (auto& e : entries_)
+      if (!e.result.ended() && e.skipped.empty()) e.skipped = rule_out(e);
   }
 
   void draw() {
@@ -315,6 +336,7 @@ class Runner {
 
   int stop(int sig) {
     std::cerr << fmt::format("stx experiment atlas: stopped by signal {}; rerun the same command to continue\n", sig);
+    settle_skips();
     draw();
     write();
     return 128 + sig;

@@ -37,10 +37,11 @@ double unigram_entropy_bits(const Config& c) {
   return cache[key] = h;
 }
 
-bool on_plateau(const AtlasPlan& p, const Entry& e) {
+bool on_plateau(const AtlasPlan& p, const Entry& e) { return on_plateau(unigram_entropy_bits(p.base), e); }
+
+bool on_plateau(double unigram_bits, const Entry& e) {
   const auto l = loss_of(e);
-  const double u = unigram_entropy_bits(p.base);
-  return l && std::isfinite(u) && *l >= u - 0.1;
+  return l && std::isfinite(unigram_bits) && *l >= unigram_bits - 0.1;
 }
 
 bool learned(const AtlasPlan& p, const Entry& e) { return loss_of(e).has_value() && !on_plateau(p, e); }

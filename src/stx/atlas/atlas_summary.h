@@ -34,8 +34,8 @@ struct Entry {
   grid::RunResult result;
   Reading reading;
   std::string skipped;             // non-empty: not run, and why
-  std::vector<std::string> hosts;  // the CPU of each process that trained it, distinct, in order
-                                   // (RUN/hosts.jsonl; empty: not recorded — runs before 2026-12-04)
+  std::vector<std::string> hosts;  // "CPU, BLAS kernel" of each start that trained it, distinct, in
+                                   // order (RUN/hosts.jsonl; empty: not recorded — runs before 2026-12-04)
 };
 
 struct Cell {
@@ -54,8 +54,11 @@ double init_loss_bits(const AtlasPlan& p);  // ℓ₀ = log₂ V (bytes: V = 260
 double unigram_entropy_bits(const Config& c);
 // A run's loss for the atlas: its final bits per byte when it ended without failing, else none.
 std::optional<double> loss_of(const Entry& e);
-// It ended on the unigram plateau: final loss ≥ the unigram entropy − 0.1 bit.
+// It ended on the unigram plateau: final loss ≥ the unigram entropy − 0.1 bit (NaN: never).
 bool on_plateau(const AtlasPlan& p, const Entry& e);
+bool on_plateau(double unigram_bits, const Entry& e);
+// Not run now because a run of the depth below has not ended (atlas_runner's rule_out).
+inline bool is_waiting(const Entry& e) { return e.skipped.rfind("waiting", 0) == 0; }
 // It trained: ended without failing, below the plateau.
 bool learned(const AtlasPlan& p, const Entry& e);
 std::map<std::pair<std::string, int64_t>, Cell> summarize(const AtlasPlan& p, const std::vector<Entry>& entries);

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include "stx/core/runtime.h"
@@ -23,11 +24,24 @@ std::string cpu_model() {
 }
 
 nlohmann::json host_record() {
+  // The library's directory is not a fact of the run: OpenBLAS keeps its kernel ("… (PATH)" → the
+  // config string), another BLAS its file name ("MKL inside /x/libtorch_cpu.so" → "MKL inside libtorch_cpu.so").
   auto blas = blas_info();
-  if (auto p = blas.rfind(" ("); p != std::string::npos) blas.resize(p);  // the library's path: not a fact of the run
+  if (auto p = blas.rfind(" ("); p != std::string::npos && blas.back() == ')') blas.resize(p);
+  else if (auto first = blas.find('/'), last = blas.rfind('/'); first != std::string::npos)
+    blas = blas.substr(0, first) + blas.substr(last + 1);
   return {{"cpu", cpu_model()}, {"host_threads", std::thread::hardware_concurrency()},
           {"blas", blas},       {"threads", torch::get_num_threads()},
           {"stx", STX_VERSION}, {"libtorch", TORCH_VERSION}};
+}
+
+void record_host(const std::string& path, const nlohmann::json& extra, bool resume) {
+  auto h = host_record();
+  h.update(extra);
+  std::ofstream out(path, resume ? std::ios::app : std::ios::trunc);
+  out << h.dump() << "\n";
+  out.flush();
+  if (!out) throw std::runtime_error(path + ": cannot write the host record");
 }
 
 }  // namespace stx

@@ -3,8 +3,8 @@
 // and experiments all ask it). Files (docs/training.md):
 //   config.yaml                  the run's resolved config (what --resume starts from)
 //   metrics.jsonl                one JSON line per log / validation / event (docs/metrics.md)
-//   hosts.jsonl                  one JSON line per process that trained the run: the step it
-//                                started from and its machine (core/host_record.h)
+//   hosts.jsonl                  one JSON line per start or resume of the run (rank 0's): the
+//                                step it started from and its machine (core/host_record.h)
 //   checkpoint_last.safetensors  the latest state (train/checkpoint.h), written atomically
 //   checkpoint_prev.safetensors  the state before it (--resume-prev when the last is corrupt)
 //   checkpoint_best.safetensors  the state with the lowest validation loss

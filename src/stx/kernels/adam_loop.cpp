@@ -43,7 +43,11 @@ struct MklSequential {
 // (It was "arch=haswell" until stop 28: that selects on the CPU model, never on an AMD EPYC, so
 // the baseline clone ran there with every std::fma a call into libm — 10 % of a d64×24 step.)
 // x86-64-v4 (AVX-512) first where the CPU has it: element-wise, so bit-equal to the v3 clone.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define STX_ADAM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define STX_ADAM_CLONES
+#endif
 STX_ADAM_CLONES void adam_block(float* __restrict p, const float* __restrict g, float* __restrict m,
                                 float* __restrict v, float* __restrict root, int n, const AdamCoefficients& c,
                                 VmsSqrt vms_sqrt) {

@@ -225,11 +225,13 @@ void Trainer::restore() {
   }
   if (main()) {
     log_.emplace(dir_.metrics(), o_.resume ? st_.step : 0);
-    // Which machine trained which steps: one line per process, kept across resumes.
-    auto h = host_record();
-    h["step"] = st_.step, h["resumed"] = o_.resume, h["world_size"] = world_size();
-    h["device"] = to_string(cfg_.train.device);
-    std::ofstream(dir_.hosts(), std::ios::app) << h.dump() << "\n";
+    // Which machine trained which steps: one line per start (rank 0's), kept across resumes.
+    record_host(dir_.hosts(),
+                {{"step", st_.step},
+                 {"resumed", o_.resume},
+                 {"world_size", world_size()},
+                 {"device", to_string(cfg_.train.device)}},
+                o_.resume);
   }
   if (!o_.resume) save_last();  // step 0: resume and rollback always have a checkpoint
 }
