@@ -34,24 +34,25 @@ TEST(AtlasMap, EachRunGetsTheMarkOfWhatBecameOfIt) {
   p.lrs = {1e-3, 1e-2, 1e-1};
   using O = grid::Outcome;
   std::vector<Entry> es;
-  es.push_back(run("pre", 6, 0, O::Converged, 2.9));                           // x 0: learned
-  es.push_back(run("pre", 6, 1, O::Converged, 2.6));                           // x 1: learned, the best
-  es.push_back(run("pre", 6, 2, O::Diverged, std::nullopt));                   // x 2: diverged
-  es.push_back(run("pre", 6, 1, O::Converged, 2.5, /*warmup=*/false));         // x 3: no warm-up, not framed
-  es.push_back(run("pre", 6, 1, O::Converged, 2.55, true, /*seed=*/1));        // another seed: not drawn
-  es.push_back(run("post", 6, 0, O::Converged, 4.85));                         // on the plateau (unigram 4.9)
-  es.push_back(run("post", 6, 1, O::Stalled, std::nullopt));                   // stalled without a reading
-  es.push_back(run("post", 6, 2, O::Converged, std::nullopt));                 // ended, no validation line
-  es.push_back(run("post", 24, 0, O::Converged, 3.1));                         // x 5 (after the gap)
+  es.push_back(run("pre", 6, 0, O::Converged, 2.9));                     // x 0: learned
+  es.push_back(run("pre", 6, 1, O::Converged, 2.6));                     // x 1: learned, the best
+  es.push_back(run("pre", 6, 2, O::Diverged, std::nullopt));             // x 2: diverged
+  es.push_back(run("pre", 6, 1, O::Converged, 2.5, /*warmup=*/false));   // x 3: no warm-up, not framed
+  es.push_back(run("pre", 6, 1, O::Converged, 2.55, true, /*seed=*/1));  // another seed: not drawn
+  es.push_back(run("post", 6, 0, O::Converged, 4.85));                   // on the plateau (unigram 4.9)
+  es.push_back(run("post", 6, 1, O::Stalled, std::nullopt));             // stalled without a reading
+  es.push_back(run("post", 6, 2, O::Converged, std::nullopt));           // ended, no validation line
+  es.push_back(run("post", 24, 0, O::Converged, 3.1));                   // x 5 (after the gap)
   es.back().reading.failure = "loss spike";
-  es.push_back(run("pre", 96, 1, O::NotStarted, std::nullopt));                // waiting for 24 layers
+  es.push_back(run("pre", 96, 1, O::NotStarted, std::nullopt));  // waiting for 24 layers
   es.back().skipped = "waiting for pre at 24 layers to end";
-  es.push_back(run("pre", 96, 2, O::NotStarted, std::nullopt));                // ruled out: blank
+  es.push_back(run("pre", 96, 2, O::NotStarted, std::nullopt));  // ruled out: blank
   es.back().skipped = "outside the best rate at 24 layers (0.01) ± 1";
-  es.push_back(run("pre", 96, 0, O::Interrupted, std::nullopt));               // begun, to resume
+  es.push_back(run("pre", 96, 0, O::Interrupted, std::nullopt));  // begun, to resume
+  es.push_back(run("post", 24, 1, O::Stalled, 3.9));              // a stall below the plateau learned (atlas_summary.h)
   const auto cells = map_cells(p, es, 4.9);
 
-  ASSERT_EQ(cells.size(), 10u);
+  ASSERT_EQ(cells.size(), 11u);
   const int pre = 1, post = 0;
   EXPECT_EQ(at(cells, 0, pre).mark, Mark::Learned);
   EXPECT_EQ(at(cells, 0, pre).bpb, std::optional<double>(2.9));
@@ -67,7 +68,11 @@ TEST(AtlasMap, EachRunGetsTheMarkOfWhatBecameOfIt) {
   EXPECT_EQ(at(cells, 4, pre).x, -1);   // the gap between depths
   // 24 layers: columns 5–7 (no no-warm-up run there), gap 8; 96 layers: 9–11.
   EXPECT_EQ(at(cells, 5, post).mark, Mark::Spiked);
+  EXPECT_EQ(at(cells, 6, post).mark, Mark::Learned);
+  EXPECT_TRUE(at(cells, 6, post).best);
+  EXPECT_EQ(at(cells, 10, pre).x, 10);  // waiting: drawn (at() has no cell: x −1)
   EXPECT_EQ(at(cells, 10, pre).mark, Mark::Pending);
+  EXPECT_EQ(at(cells, 9, pre).x, 9);
   EXPECT_EQ(at(cells, 9, pre).mark, Mark::Pending);
   EXPECT_EQ(at(cells, 11, pre).x, -1);
 

@@ -32,7 +32,8 @@ void register_bench(Registry&);
 void register_experiment(Registry&);
 void register_doctor(Registry&);
 
-// The command line as typed (from /proc/self/cmdline), shell-quoted where needed — for reports.
+// The command line as typed (from /proc/self/cmdline), shell-quoted where needed — for reports;
+// the program named as typed when relative, else "stx" (main.cpp).
 std::string command_line();
 
 // Common options: --config FILE and repeated --set section.key=value.

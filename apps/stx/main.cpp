@@ -15,15 +15,12 @@
 
 namespace stx::cli {
 
-// The program as a report should name it: relative to the working directory when it lies under
-// it (build/stx), else just "stx" (a copy in /tmp or an install path is not a fact of the result).
+// The program as a report should name it: a relative path as typed (build/stx; "./" dropped),
+// else just "stx" — an absolute path (a copy in /tmp, an install prefix) is not a fact of the
+// result, and a bare name was found on PATH.
 static std::string program_name(const std::string& argv0) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto abs = fs::weakly_canonical(fs::absolute(argv0, ec), ec), cwd = fs::current_path(ec);
-  const auto rel = abs.lexically_relative(cwd);
-  if (!ec && !rel.empty() && *rel.begin() != "..") return rel.string();
-  return "stx";
+  if (argv0.empty() || argv0.front() == '/' || argv0.find('/') == std::string::npos) return "stx";
+  return std::filesystem::path(argv0).lexically_normal().string();
 }
 
 std::string command_line() {

@@ -65,8 +65,10 @@ std::vector<MapCell> map_cells(const AtlasPlan& p, const std::vector<Entry>& ent
     if (!e.result.ended()) m.mark = Mark::Pending;
     else if (e.result.outcome == grid::Outcome::Diverged) m.mark = Mark::Diverged;
     else if (e.reading.failure == "loss spike") m.mark = Mark::Spiked;
-    else if (e.result.outcome == grid::Outcome::Stalled || on_plateau(unigram_bits, e)) m.mark = Mark::Plateau;
-    else if (!e.reading.final_bpb) m.mark = Mark::NoReading;
+    else if (on_plateau(unigram_bits, e)) m.mark = Mark::Plateau;
+    // Without a validation line: a stall did not learn; anything else has no reading to show.
+    else if (!e.reading.final_bpb)
+      m.mark = e.result.outcome == grid::Outcome::Stalled ? Mark::Plateau : Mark::NoReading;
     else m.mark = Mark::Learned, m.bpb = e.reading.final_bpb;
     cells.push_back(m);
     if (m.mark == Mark::Learned && e.run.warmup) {

@@ -27,7 +27,8 @@ struct MapCell {
 };
 
 // The cells of the map: seed-0 runs of the plan's schemes, not ruled out. `unigram_bits` is the
-// plateau line (NaN: only a stalled run counts as not learned).
+// plateau line (NaN: only a stall without a validation line counts as not learned). A run
+// learned as atlas_summary.h's learned() says: a stall below the plateau counts.
 std::vector<MapCell> map_cells(const AtlasPlan& p, const std::vector<Entry>& entries, double unigram_bits);
 
 // Draws the map; the path relative to `dir` ("figures/atlas_map.png"), or none with nothing ended.

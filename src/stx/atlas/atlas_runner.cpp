@@ -319,11 +319,12 @@ class Runner {
     return 0;
   }
 
-  // Before a report: why each run not ended is not run (a dot on the map only for the runs that
-  // will run or wait; a run ruled out for good is left blank).
+  // Before a report: why each run not ended is not run now (a dot on the map only for the runs
+  // that will run or wait; a run ruled out for good is left blank). Recomputed for all: a run
+  // that waited in an earlier pass may have its depth below ended since.
   void settle_skips() {
     for (auto& e : entries_)
-      if (!e.result.ended() && e.skipped.empty()) e.skipped = rule_out(e);
+      if (!e.result.ended()) e.skipped = rule_out(e);
   }
 
   void draw() {

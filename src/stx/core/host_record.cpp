@@ -3,10 +3,12 @@
 
 #include <torch/torch.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
-#include <stdexcept>
 #include <thread>
 
+#include "stx/core/error.h"
 #include "stx/core/runtime.h"
 
 namespace stx {
@@ -27,7 +29,7 @@ nlohmann::json host_record() {
   // The library's directory is not a fact of the run: OpenBLAS keeps its kernel ("… (PATH)" → the
   // config string), another BLAS its file name ("MKL inside /x/libtorch_cpu.so" → "MKL inside libtorch_cpu.so").
   auto blas = blas_info();
-  if (auto p = blas.rfind(" ("); p != std::string::npos && blas.back() == ')') blas.resize(p);
+  if (auto p = blas.find(" (/"); p != std::string::npos && blas.back() == ')') blas.resize(p);
   else if (auto first = blas.find('/'), last = blas.rfind('/'); first != std::string::npos)
     blas = blas.substr(0, first) + blas.substr(last + 1);
   return {{"cpu", cpu_model()}, {"host_threads", std::thread::hardware_concurrency()},
@@ -41,7 +43,7 @@ void record_host(const std::string& path, const nlohmann::json& extra, bool resu
   std::ofstream out(path, resume ? std::ios::app : std::ios::trunc);
   out << h.dump() << "\n";
   out.flush();
-  if (!out) throw std::runtime_error(path + ": cannot write the host record");
+  if (!out) throw InputError(path + ": cannot write the host record: " + std::strerror(errno));
 }
 
 }  // namespace stx

@@ -18,7 +18,7 @@ nlohmann::json host_record();
 
 // Writes host_record() merged with `extra` as one line of `path` (RUN/hosts.jsonl): appended on a
 // resume, the file started afresh on a fresh start (a reused directory's old lines are not this
-// run's). Throws std::runtime_error naming the path when the line cannot be written.
+// run's). InputError naming the path when the line cannot be written.
 void record_host(const std::string& path, const nlohmann::json& extra, bool resume);
 
 }  // namespace stx
