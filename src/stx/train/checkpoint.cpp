@@ -13,6 +13,7 @@
 #include "stx/core/run_dir.h"
 #include "stx/io/model_io.h"
 #include "stx/io/safetensors.h"
+#include "stx/train/train_state.h"
 
 namespace stx {
 namespace {
@@ -138,6 +139,19 @@ Checkpoint read_last_checkpoint(const RunDir& dir, const std::string& why) {
     }
     throw InputError(why + e.what() + note);
   }
+}
+
+void adopt_resumed_config(const Checkpoint& ck, Config& cfg, int world_size, const RunDir& dir) {
+  const int saved = TrainState::from_json(ck.train_state, dir.last()).world_size;
+  if (saved != world_size)
+    throw InputError("cannot resume " + dir.dir() + ": it was trained by " + std::to_string(saved) +
+                     " process(es) and this job has " + std::to_string(world_size) +
+                     " (the batches of an update and their order depend on it); resume with --nproc " +
+                     std::to_string(saved));
+  cfg.model.vocab_size = ck.config.model.vocab_size;
+  cfg.model.pad_id = ck.config.model.pad_id;
+  const auto why = resume_incompatibility(ck.config, cfg);
+  if (!why.empty()) throw InputError("cannot resume " + dir.dir() + ": " + why);
 }
 
 std::string resume_incompatibility(const Config& saved, const Config& now) {

@@ -55,4 +55,9 @@ void restore_checkpoint(const Checkpoint& ck, TransformerImpl& model, Optimizer&
 // rollback_lr_factor) and the data-parallel bucket_mb and dist_timeout_s may differ.
 std::string resume_incompatibility(const Config& saved, const Config& now);
 
+// Before a resume does any work: `cfg` takes the run's vocabulary (model.vocab_size, pad_id) from
+// checkpoint `ck`; InputError when `world_size` processes differ from the ones that trained the
+// run (the batches of an update and their order depend on it) or resume_incompatibility objects.
+void adopt_resumed_config(const Checkpoint& ck, Config& cfg, int world_size, const RunDir& dir);
+
 }  // namespace stx

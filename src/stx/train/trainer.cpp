@@ -137,19 +137,8 @@ void Trainer::open_run_dir() {
 }
 
 void Trainer::finalize_config() {
-  if (resume_from_) {  // refuse an incompatible config before any work (the vocabulary comes from the run)
-    const auto& ck = *resume_from_;
-    const int saved = TrainState::from_json(ck.train_state, dir_.last()).world_size;
-    if (saved != world_size())
-      throw InputError("cannot resume " + dir_.dir() + ": it was trained by " + std::to_string(saved) +
-                       " process(es) and this job has " + std::to_string(world_size()) +
-                       " (the batches of an update and their order depend on it); resume with --nproc " +
-                       std::to_string(saved));
-    cfg_.model.vocab_size = ck.config.model.vocab_size;
-    cfg_.model.pad_id = ck.config.model.pad_id;
-    const auto why = resume_incompatibility(ck.config, cfg_);
-    if (!why.empty()) throw InputError("cannot resume " + dir_.dir() + ": " + why);
-  }
+  // Refuse an incompatible config before any work (the vocabulary comes from the run).
+  if (resume_from_) adopt_resumed_config(*resume_from_, cfg_, world_size(), dir_);
   // Data and vocabulary (a resumed run keeps its own SentencePiece models; in a data-parallel
   // job rank 0 prepares them and the others then read the run's copies).
   const bool fresh = !o_.resume;
