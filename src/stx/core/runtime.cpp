@@ -1,5 +1,7 @@
 #include "stx/core/runtime.h"
 
+#include "stx/core/blas_coretype.h"
+
 #include <c10/util/Logging.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -38,6 +40,11 @@ void reexec_with_runtime_env(int argc, char** argv) {
   if (!std::getenv("GLIBC_TUNABLES"))
     setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296", 1),
         change = true;
+  // A DYNAMIC_ARCH OpenBLAS that fell back to its SSE3 kernels on a CPU newer than itself
+  // (blas_coretype.h): the library is loaded by now, so its choice can be read and corrected.
+  if (!std::getenv("OPENBLAS_CORETYPE"))
+    if (auto core = openblas_coretype_override(openblas_corename(), cpu_simd()); !core.empty())
+      setenv("OPENBLAS_CORETYPE", core.c_str(), 1), change = true;
   if (!change) return;
   setenv("STX_REEXECED", "1", 1);
   execv("/proc/self/exe", argv);  // returns only on failure: continue without the settings

@@ -16,8 +16,9 @@ struct RuntimeInfo {
 // OpenMP workers sleep instead of spinning: a spinning pool starves other threads on few cores) and glibc malloc
 // tunables that keep freed memory in the heap (no mmap/munmap page-fault churn per step), then
 // re-executes the program once so they take effect (libgomp and malloc read them at load).
-// Measured on a 3-3 d=128 training step: 1,261 → 4,394 tokens/s (docs/performance.md).
-// STX_NO_REEXEC=1 disables it.
+// Measured on a 3-3 d=128 training step: 1,261 → 4,394 tokens/s (docs/performance.md). It also
+// sets OPENBLAS_CORETYPE when OpenBLAS fell back to its SSE3 kernels on a newer CPU
+// (blas_coretype.h: 3.4× on the d64 × 24 step). STX_NO_REEXEC=1 disables it.
 void reexec_with_runtime_env(int argc, char** argv);
 
 // LibTorch's intra-op threads and, when the process's BLAS is OpenBLAS, its thread pool: the
