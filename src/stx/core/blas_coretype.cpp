@@ -26,7 +26,7 @@ std::string openblas_coretype_override(const std::string& corename, CpuSimd cpu)
   auto in = [&](auto const& names) {
     return std::any_of(names.begin(), names.end(), [&](const char* n) {
       return std::equal(corename.begin(), corename.end(), n, n + std::char_traits<char>::length(n),
-                        [](char a, char b) { return std::tolower(a) == std::tolower(b); });
+                        [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); });
     });
   };
   // OpenBLAS's core names whose sgemm kernels use AVX-512, and those that use AVX2 + FMA
