@@ -2,33 +2,53 @@
 #include "stx/bench/sgemm_rate.h"
 
 #include <chrono>
+#include <functional>
 
 #include "stx/core/device.h"
+#include "stx/kernels/blas.h"
 
 namespace stx::bench {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// An operand [rows × cols] (batched when batch > 1), stored transposed when `trans`, so that it
-// reaches BLAS as a transposed view as in the model's backward pass.
-torch::Tensor operand(int64_t batch, int64_t rows, int64_t cols, bool trans, const torch::TensorOptions& o) {
+torch::Tensor gemm_operand(int64_t batch, int64_t rows, int64_t cols, bool trans, const torch::TensorOptions& o) {
   auto t = batch > 1 ? torch::randn({batch, trans ? cols : rows, trans ? rows : cols}, o)
                      : torch::randn({trans ? cols : rows, trans ? rows : cols}, o);
   return trans ? t.transpose(-2, -1) : t;
 }
 
-double time_one(const Gemm& g, const torch::Device& device, torch::ScalarType dtype, double min_seconds) {
-  torch::NoGradGuard no_grad;
-  const auto o = torch::TensorOptions().device(device).dtype(dtype);
-  auto a = operand(g.batch, g.m, g.k, g.trans_a, o);
-  auto b = operand(g.batch, g.k, g.n, g.trans_b, o);
-  auto c = g.batch > 1 ? torch::empty({g.batch, g.m, g.n}, o) : torch::empty({g.m, g.n}, o);
-  auto call = [&] {
+std::function<void()> gemm_call(const Gemm& g, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c) {
+#ifdef STX_HAVE_BLAS
+  // On the CPU, the fused kernels' own entry point (blas::gemm → sgemm_, one call per batch
+  // entry, as kernels/attention_core.cpp makes them): LibTorch's bmm goes to the MKL inside
+  // libtorch_cpu.so, whose batched path does not pass through sgemm_ — another BLAS than the step's.
+  if (c.device().is_cpu() && c.scalar_type() == torch::kFloat32) {
+    // Each operand's storage is row-major [rows × cols], or [cols × rows] when transposed (gemm_operand).
+    const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
+    const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
+    float* cp = c.data_ptr<float>();
+    return [g, lda, ldb, ap, bp, cp] {
+      for (int64_t i = 0; i < g.batch; ++i)
+        blas::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, ap + i * g.m * g.k, lda, bp + i * g.k * g.n, ldb, 0.0f,
+                   cp + i * g.m * g.n, g.n);
+    };
+  }
+#endif
+  return [g, a = a, b = b, c = c]() mutable {  // copies: the handles, not the data
     if (g.batch > 1) torch::bmm_out(c, a, b);
     else torch::mm_out(c, a, b);
   };
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double time_one(const Gemm& g, const torch::Device& device, torch::ScalarType dtype, double min_seconds) {
+  torch::NoGradGuard no_grad;
+  const auto o = torch::TensorOptions().device(device).dtype(dtype);
+  auto a = gemm_operand(g.batch, g.m, g.k, g.trans_a, o);
+  auto b = gemm_operand(g.batch, g.k, g.n, g.trans_b, o);
+  auto c = g.batch > 1 ? torch::empty({g.batch, g.m, g.n}, o) : torch::empty({g.m, g.n}, o);
+  const auto call = gemm_call(g, a, b, c);
   call();  // untimed: first-touch pages, BLAS thread start-up
   synchronize(device);
   // Best of several rounds (each ≥ 2 calls and ≥ min_seconds/5): the rate the machine reaches,

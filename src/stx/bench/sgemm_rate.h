@@ -1,11 +1,13 @@
 // stx/bench/sgemm_rate.h — the machine's matrix-product rate on a training step's own shapes:
-// times torch::mm / torch::bmm (the BLAS the model's products go through) on every distinct
-// product of flops.h's list, same layouts (transposed views), device and dtype, and reports
+// times every distinct product of flops.h's list through the BLAS the model's products go
+// through — on the CPU stx's blas::gemm (sgemm_), one call per batch entry as the fused kernels
+// make them; on CUDA torch::mm / torch::bmm — same layouts (transposed), device and dtype, and reports
 // the FLOP-weighted rate Σ flops_i / Σ time_i over the step's products — the rate a step would
 // reach if it did nothing but its products back to back, the ceiling stx bench compares to.
 #pragma once
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 #include "stx/bench/flops.h"
@@ -23,6 +25,14 @@ struct SgemmRate {
   double step_seconds = 0;  // Σ count_i · time_i: the step's products alone
   double gflops = 0;        // Σ flops_i / step_seconds
 };
+
+// An operand [rows × cols] of random numbers (batched when batch > 1), stored transposed when
+// `trans` (a transposed view, as the model's backward pass hands it to BLAS).
+torch::Tensor gemm_operand(int64_t batch, int64_t rows, int64_t cols, bool trans, const torch::TensorOptions& o);
+
+// The call measure_sgemm_rate times: c ← op(a)·op(b) for operands made by gemm_operand (c
+// contiguous [batch ×] m × n) — on the CPU in float32 through blas::gemm, else torch::mm / bmm.
+std::function<void()> gemm_call(const Gemm& g, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c);
 
 // Each shape: one untimed call, then at least 5 rounds of ≥ 2 calls and ≥ min_seconds/5 each
 // (more rounds until min_seconds have passed, at most 21); its time is the best round's per-call
