@@ -23,9 +23,9 @@ std::function<void()> gemm_call(const Gemm& g, const torch::Tensor& a, const tor
   if (c.device().is_cpu() && c.scalar_type() == torch::kFloat32) {
     // Each operand's storage is row-major [rows × cols], or [cols × rows] when transposed (gemm_operand).
     const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
-    const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
-    float* cp = c.data_ptr<float>();
-    return [g, lda, ldb, ap, bp, cp] {
+    return [g, lda, ldb, a = a, b = b, c = c] {  // copies: the handles, not the data
+      const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
+      float* cp = c.data_ptr<float>();
       for (int64_t i = 0; i < g.batch; ++i)
         blas::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, ap + i * g.m * g.k, lda, bp + i * g.k * g.n, ldb, 0.0f,
                    cp + i * g.m * g.n, g.n);
