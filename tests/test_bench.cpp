@@ -20,8 +20,8 @@ TEST(SgemmRate, CallComputesTheProductOfItsShape) {
         auto c = batch > 1 ? torch::full({batch, g.m, g.n}, 7.0f, o) : torch::full({g.m, g.n}, 7.0f, o);
         gemm_call(g, a, b, c)();
         const auto want = torch::matmul(a.to(torch::kFloat64), b.to(torch::kFloat64)).to(torch::kFloat32);
-        EXPECT_TRUE(torch::allclose(c, want, 1e-5, 1e-5))
-            << "batch " << batch << " ta " << ta << " tb " << tb << ": max |Δ| " << (c - want).abs().max().item<float>();
+        EXPECT_TRUE(torch::allclose(c, want, 1e-5, 1e-5)) << "batch " << batch << " ta " << ta << " tb " << tb
+                                                          << ": max |Δ| " << (c - want).abs().max().item<float>();
       }
 }
 
