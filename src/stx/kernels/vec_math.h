@@ -10,9 +10,14 @@
 #include <cstring>
 #include <limits>
 
+// Every function here is forced inline: an out-of-line copy is compiled for the baseline ISA,
+// not for the target_clones ISA of the row loop that calls it (scripts/check-inlined.sh checks
+// the built binary; a tests/ CTest runs it).
+#define STX_VEC_INLINE [[gnu::always_inline]] inline
+
 namespace stx::vec {
 
-inline float exp(float x) {
+STX_VEC_INLINE float exp(float x) {
   x = std::max(x, -87.3f);
   x = std::min(x, 88.3f);                                                // k ≤ 127: 2^k stays finite
   const float k = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  // round(x / ln2)
@@ -30,13 +35,13 @@ inline float exp(float x) {
   return er * scale;
 }
 
-inline double exp(double x) { return std::exp(x); }  // float64 paths (tests, theory) keep libm
+STX_VEC_INLINE double exp(double x) { return std::exp(x); }  // float64 paths (tests, theory) keep libm
 
 // Row reductions in 16 independent lanes: GCC vectorizes these without reassociation flags
 // (a plain `s += x[j]` loop stays scalar, and `omp simd reduction` does not vectorize beside
 // the inlined exp).
 template <typename T>
-inline T sum(const T* x, int64_t n) {
+STX_VEC_INLINE T sum(const T* x, int64_t n) {
   T acc[16] = {};
   int64_t j = 0;
   for (; j + 16 <= n; j += 16)
@@ -48,7 +53,7 @@ inline T sum(const T* x, int64_t n) {
 }
 
 template <typename T>
-inline T dot(const T* x, const T* y, int64_t n) {
+STX_VEC_INLINE T dot(const T* x, const T* y, int64_t n) {
   T acc[16] = {};
   int64_t j = 0;
   for (; j + 16 <= n; j += 16)
@@ -60,7 +65,7 @@ inline T dot(const T* x, const T* y, int64_t n) {
 }
 
 template <typename T>
-inline T max(const T* x, int64_t n) {
+STX_VEC_INLINE T max(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < n; ++j) m = m > x[j] ? m : x[j];
@@ -69,7 +74,7 @@ inline T max(const T* x, int64_t n) {
 
 // out[j] = exp(x[j] − m).
 template <typename T>
-inline void exp_shifted(const T* x, T* out, int64_t n, T m) {  // out may be x
+STX_VEC_INLINE void exp_shifted(const T* x, T* out, int64_t n, T m) {  // out may be x
   for (int64_t j = 0; j < n; ++j) out[j] = exp(x[j] - m);
 }
 
