@@ -6,6 +6,9 @@
 // logits and gradients with either set.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <type_traits>
+
 #include <ATen/Parallel.h>
 
 #include "helpers.h"
@@ -13,6 +16,7 @@
 #include "stx/core/cpu_cache.h"
 #include "stx/kernels/adam.h"
 #include "stx/kernels/attention_core.h"
+#include "stx/kernels/band_gemm.h"
 #include "stx/kernels/cross_entropy.h"
 #include "stx/kernels/dropout.h"
 #include "stx/kernels/fused_sublayer.h"
@@ -33,6 +37,7 @@ using test::expect_close;
 struct KernelsGuard {
   ~KernelsGuard() {
     set_kernels(Kernels::Fused), set_attention_core(AttentionCore::Auto), set_layer_path(LayerPath::Fused);
+    set_head_products(HeadProducts::Band);
   }
 };
 
@@ -107,24 +112,76 @@ void check_attention(const AttnCase& c) {
 }
 
 TEST(Kernels, AttentionCoreEqualsReference) {
-  for (auto dt : {torch::kDouble, torch::kFloat})
-    for (const AttnCase& c :
-         std::vector<AttnCase>{{"self causal", false, true, false, false, 0.0, dt},
-                               {"self causal + padding", false, true, true, false, 0.0, dt},
-                               {"self, padding, a row with no visible key", false, false, true, true, 0.0, dt},
-                               {"cross + padding", true, false, true, false, 0.0, dt},
-                               {"cross, a row with no visible key", true, false, true, true, 0.0, dt},
-                               {"self causal + attention dropout 0.3", false, true, true, false, 0.3, dt},
-                               {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt},
-                               // longer rows: several vector-loop blocks per row of softmax and its backward
-                               {"self causal, T 70", false, true, false, false, 0.0, dt, 70},
-                               {"self causal + padding, T 70", false, true, true, false, 0.0, dt, 70},
-                               {"self causal, a row with no visible key, T 70", false, true, true, true, 0.0, dt, 70},
-                               {"self causal + attention dropout 0.3, T 70", false, true, true, false, 0.3, dt, 70},
-                               {"cross + padding, T 70", true, false, true, false, 0.0, dt, 70}}) {
-      SCOPED_TRACE(c.name + (dt == torch::kDouble ? " (float64)" : " (float32)"));
-      check_attention(c);
+  KernelsGuard guard;
+  for (auto hp : {HeadProducts::Band, HeadProducts::Blas})
+    for (auto dt : {torch::kDouble, torch::kFloat})
+      for (const AttnCase& c :
+           std::vector<AttnCase>{{"self causal", false, true, false, false, 0.0, dt},
+                                 {"self causal + padding", false, true, true, false, 0.0, dt},
+                                 {"self, padding, a row with no visible key", false, false, true, true, 0.0, dt},
+                                 {"cross + padding", true, false, true, false, 0.0, dt},
+                                 {"cross, a row with no visible key", true, false, true, true, 0.0, dt},
+                                 {"self causal + attention dropout 0.3", false, true, true, false, 0.3, dt},
+                                 {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt},
+                                 // longer rows: several vector-loop blocks per row of softmax and its backward
+                                 {"self causal, T 70", false, true, false, false, 0.0, dt, 70},
+                                 {"self causal + padding, T 70", false, true, true, false, 0.0, dt, 70},
+                                 {"self causal, a row with no visible key, T 70", false, true, true, true, 0.0, dt, 70},
+                                 {"self causal + attention dropout 0.3, T 70", false, true, true, false, 0.3, dt, 70},
+                                 {"cross + padding, T 70", true, false, true, false, 0.0, dt, 70}}) {
+        SCOPED_TRACE(c.name + (dt == torch::kDouble ? " (float64)" : " (float32)") +
+                     (hp == HeadProducts::Band ? ", band kernel" : ", BLAS"));
+        set_head_products(hp);
+        check_attention(c);
+      }
+}
+
+// The band kernel against a plain triple loop, on shapes that are no multiple of its vector width
+// or row block, with A read directly and transposed. Where a band skips terms, A holds the exact
+// zeros the kernel relies on; kCausalCols must also zero C above the diagonal.
+template <typename T>
+void check_band_gemm(band::Band b, int64_t m, int64_t n, int64_t k, bool transposed) {
+  const auto dt = std::is_same_v<T, double> ? torch::kDouble : torch::kFloat;
+  torch::manual_seed(m * 1000 + n * 10 + k);
+  auto A = torch::randn({m, k}, dt), Bm = torch::randn({k, n}, dt);
+  const auto i = torch::arange(m).unsqueeze(1), p = torch::arange(k).unsqueeze(0);
+  if (b == band::Band::kPUpTo) A.masked_fill_(p > i, 0);  // row r uses p ≤ r
+  if (b == band::Band::kPFrom) A.masked_fill_(p < i, 0);  // row r uses p ≥ r
+  const T alpha = T(0.75);
+  auto want = (torch::matmul(A.to(torch::kDouble), Bm.to(torch::kDouble)) * alpha).to(dt);
+  if (b == band::Band::kCausalCols) want.masked_fill_(torch::arange(n).unsqueeze(0) > i, 0);
+  // A as stored: row-major [m, k], or its transpose [k, m] read with rsa = 1, csa = m.
+  auto At = transposed ? A.t().contiguous() : A.contiguous();
+  const int64_t rsa = transposed ? 1 : k, csa = transposed ? m : 1;
+  std::vector<T> packed(static_cast<size_t>(k * band::padded_cols(n, std::is_same_v<T, double>)), T(-7));
+  // B through both packings: rows of Bm, and rows of Bmᵀ read transposed.
+  for (bool via_t : {false, true}) {
+    if (via_t) {
+      auto Bt = Bm.t().contiguous();
+      band::pack_bt(k, n, Bt.template data_ptr<T>(), k, packed.data());
+    } else {
+      band::pack_b(k, n, Bm.template data_ptr<T>(), n, packed.data());
     }
+    auto C = torch::full({m, n + 3}, 99.0, dt);  // ldc > n: the extra columns stay untouched
+    band::band_gemm(b, m, n, k, alpha, At.template data_ptr<T>(), rsa, csa, packed.data(), C.template data_ptr<T>(),
+                    n + 3);
+    const std::string what = "band " + std::to_string(static_cast<int>(b)) + " m" + std::to_string(m) + " n" +
+                             std::to_string(n) + " k" + std::to_string(k) + (transposed ? " Aᵀ" : " A") +
+                             (via_t ? " pack_bt" : " pack_b");
+    expect_close(C.narrow(1, 0, n), want, std::is_same_v<T, double> ? 1e-12 : 2e-5, what);
+    EXPECT_TRUE(C.narrow(1, n, 3).eq(99.0).all().template item<bool>()) << what << ": wrote past n";
+  }
+}
+
+TEST(Kernels, BandGemmEqualsTripleLoop) {
+  using band::Band;
+  for (Band b : {Band::kFull, Band::kCausalCols, Band::kPUpTo, Band::kPFrom})
+    for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {1, 1, 1}, {5, 4, 5}, {13, 37, 21}, {70, 70, 16}, {64, 16, 64}, {9, 71, 70}, {33, 130, 40}, {3, 5, 0}})
+      for (bool t : {false, true}) {
+        check_band_gemm<float>(b, m, n, k, t);
+        check_band_gemm<double>(b, m, n, k, t);
+      }
 }
 
 TEST(Kernels, AttentionCoreReadsStridedHeadsInPlace) {

@@ -23,7 +23,7 @@ void register_bench(Registry& reg) {
     int threads = 0;
     std::string json;
     bool quiet = false;
-    std::string kernels = "fused", attention = "auto", allocator = "cache";
+    std::string kernels = "fused", attention = "auto", allocator = "cache", head_products = "band";
     std::string profile;
   };
   auto o = std::make_shared<Opts>();
@@ -49,6 +49,9 @@ void register_bench(Registry& reg) {
   sub->add_option(
       "--attention", o->attention,
       "auto (default: LibTorch's scaled_dot_product_attention on cuda, stx's core on the CPU), sdpa or stx");
+  sub->add_option("--head-products", o->head_products,
+                  "band (default: stx's own per-head product kernel, causal band only, kernels/band_gemm.h) or blas "
+                  "(one dense BLAS call per product), to measure the difference");
   sub->add_option("--profile", o->profile,
                   "after the timed steps, profile 5 more with LibTorch's profiler into a Chrome trace FILE "
                   "(bench/profile_table.py FILE: time per op)");
@@ -68,6 +71,9 @@ void register_bench(Registry& reg) {
       throw InputError("--allocator " + o->allocator + " is not allowed (cache or system)");
     if (o->attention != "auto" && o->attention != "sdpa" && o->attention != "stx")
       throw InputError("--attention " + o->attention + " is not allowed (auto, sdpa or stx)");
+    if (o->head_products != "band" && o->head_products != "blas")
+      throw InputError("--head-products " + o->head_products + " is not allowed (band or blas)");
+    set_head_products(o->head_products == "blas" ? HeadProducts::Blas : HeadProducts::Band);
     set_attention_core(o->attention == "sdpa"  ? AttentionCore::Sdpa
                        : o->attention == "stx" ? AttentionCore::Stx
                                                : AttentionCore::Auto);

@@ -105,6 +105,7 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   r.kernels = o.reference_kernels ? "reference" : o.composed_layers ? "composed" : "fused";
   set_cpu_cache_enabled(!o.system_allocator);
   r.allocator = cpu_cache_enabled() ? "cache" : "system";
+  r.head_products = head_products() == HeadProducts::Band ? "band" : "blas";
   const auto device = resolve_device(to_string(cfg.train.device));
   r.device = device.str();
   r.rss_before_mb = current_rss_mb();
@@ -233,6 +234,7 @@ nlohmann::json StepBenchResult::to_json() const {
           {"threads", threads},
           {"kernels", kernels},
           {"allocator", allocator},
+          {"head_products", head_products},
           {"cache_hit_rate", cache_hit_rate},
           {"cache_blocks_returned", cache_returned},
           {"batch", batch},
@@ -267,8 +269,9 @@ std::string StepBenchResult::to_text() const {
   s += fmt::format("config: {} ({}, {}, {} layers, d_model {})\n", name, arch, scheme, layers, d_model);
   s += fmt::format("shape: {} x {} = {} tokens/step\n", batch, seq, tokens_per_step);
   s += fmt::format("parameters: {}\n", parameters);
-  s += fmt::format("device: {}  threads: {}  activation checkpointing: {}  kernels: {}  allocator: {}\n", device,
-                   threads, checkpoint_activations ? "on" : "off", kernels, allocator);
+  s += fmt::format(
+      "device: {}  threads: {}  activation checkpointing: {}  kernels: {}  allocator: {}  head products: {}\n", device,
+      threads, checkpoint_activations ? "on" : "off", kernels, allocator, head_products);
   if (allocator == "cache")
     s += fmt::format("allocator cache: {:.2f} % of the timed steps' requests served from it, {} blocks returned\n",
                      100 * cache_hit_rate, cache_returned);

@@ -34,10 +34,11 @@ struct StepBenchOptions {
 
 struct StepBenchResult {
   std::string name, device, scheme, arch;
-  std::string kernels = "fused";    // "fused", "composed" or "reference" (kernels/kernels.h)
-  std::string allocator = "cache";  // "cache" (core/cpu_cache.h) or "system" (LibTorch's)
-  double cache_hit_rate = 0;        // the cache's hits / requests over the timed steps (0 for "system")
-  int64_t cache_returned = 0;       // blocks it gave back to malloc in the timed steps (end_cpu_cache_step)
+  std::string kernels = "fused";       // "fused", "composed" or "reference" (kernels/kernels.h)
+  std::string allocator = "cache";     // "cache" (core/cpu_cache.h) or "system" (LibTorch's)
+  std::string head_products = "band";  // the attention core's per-head products: "band" or "blas" (kernels.h)
+  double cache_hit_rate = 0;           // the cache's hits / requests over the timed steps (0 for "system")
+  int64_t cache_returned = 0;          // blocks it gave back to malloc in the timed steps (end_cpu_cache_step)
   bool checkpoint_activations = false;
   int64_t batch = 0, seq = 0, tokens_per_step = 0, steps = 0, warmup = 0, layers = 0, d_model = 0, threads = 0;
   int64_t parameters = 0;

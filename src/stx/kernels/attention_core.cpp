@@ -5,7 +5,9 @@
 #include <limits>
 #include <vector>
 
+#include "stx/kernels/band_gemm.h"
 #include "stx/kernels/blas.h"
+#include "stx/kernels/kernels.h"
 #include "stx/kernels/none_tensor.h"
 #include "stx/kernels/target_clones.h"
 #include "stx/kernels/vec_math.h"
@@ -27,6 +29,45 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 using blas::gemm;
+
+// A head's products, by stx's band kernel (band_gemm.h: the causal band only) or one dense BLAS
+// call each (kernels.h: head_products()). Row-major operands; `pack` is the band kernel's
+// packed B, reused from product to product.
+template <typename T>
+struct HeadProductsOf {
+  bool own = head_products() == HeadProducts::Band;
+  std::vector<T> pack;
+
+  T* packed(int64_t k, int64_t n) {
+    pack.resize(static_cast<size_t>(k * band::padded_cols(n, sizeof(T) == 8)));
+    return pack.data();
+  }
+  // C [m × n] = α A Bᵀ, B [n × k] (Q Kᵀ, dO Vᵀ); causal: only j ≤ i, C[i, j > i] = 0 with the
+  // band kernel (the softmax and its backward overwrite those entries either way).
+  void a_bt(bool causal, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+            T* c, int64_t ldc) {
+    if (!own) return gemm(false, true, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
+    T* bp = packed(k, n);
+    band::pack_bt(k, n, b, ldb, bp);
+    band::band_gemm(causal ? band::Band::kCausalCols : band::Band::kFull, m, n, k, alpha, a, lda, 1, bp, c, ldc);
+  }
+  // C [m × n] = α A B, A [m × k], B [k × n] (P V, dS K); lower: A is zero above its diagonal.
+  void a_b(bool lower, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+           int64_t ldc) {
+    if (!own) return gemm(false, false, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
+    T* bp = packed(k, n);
+    band::pack_b(k, n, b, ldb, bp);
+    band::band_gemm(lower ? band::Band::kPUpTo : band::Band::kFull, m, n, k, alpha, a, lda, 1, bp, c, ldc);
+  }
+  // C [m × n] = α Aᵀ B, A [k × m], B [k × n] (Pᵀ dO, dSᵀ Q); lower: A is zero above its diagonal.
+  void at_b(bool lower, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+            T* c, int64_t ldc) {
+    if (!own) return gemm(true, false, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
+    T* bp = packed(k, n);
+    band::pack_b(k, n, b, ldb, bp);
+    band::band_gemm(lower ? band::Band::kPFrom : band::Band::kFull, m, n, k, alpha, a, 1, lda, bp, c, ldc);
+  }
+};
 
 // Where head h of batch row b lives in a [B, T, ·] tensor: element (b, t, h·d_h + c) is at
 // ptr + b·batch + t·ld + h·d_h + c.
@@ -149,15 +190,18 @@ torch::Tensor core_forward(const torch::Tensor& q, const torch::Tensor& k, const
     T* s = S.data_ptr<T>();
     const T* kp = keep.defined() ? keep.data_ptr<T>() : nullptr;
     const T* bp = keep.defined() ? key_bias.data_ptr<T>() : nullptr;
+    HeadProductsOf<T> mul;
+    // P (and D) is zero above its diagonal when causal, except in a blind row (uniform): then dense.
+    auto lower = [&](int64_t head) { return causal && blind_of[head].empty(); };
     // Without dropout each head goes S → P → out while its scores are in cache.
     each_head(B, heads, [&](int64_t b, int64_t h) {
       const int64_t head = b * heads + h;
       T* sh = s + head * Tq * Tk;
       std::vector<T> shifted(kp ? Tk : 0);
-      gemm(false, true, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, T(0), sh, Tk);  // q_h k_hᵀ/√d_h
+      mul.a_bt(causal, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, sh, Tk);  // q_h k_hᵀ/√d_h
       softmax_head<T>(sh, Tq, Tk, causal, kp ? kp + b * Tk : nullptr, bp ? bp + b * Tk : nullptr, shifted.data(),
                       head * Tq, blind_of[head]);
-      if (p == 0) gemm(false, false, Tq, dh, Tk, T(1), sh, Tk, V.at(b, h), V.ld, T(0), O.at(b, h), O.ld);  // P v_h
+      if (p == 0) mul.a_b(lower(head), Tq, dh, Tk, T(1), sh, Tk, V.at(b, h), V.ld, O.at(b, h), O.ld);  // P v_h
     });
     if (p > 0) {  // as torch::dropout draws it (same generator calls, same mask), then D v_h
       noise = torch::empty_like(S).bernoulli_(1 - p);
@@ -165,8 +209,8 @@ torch::Tensor core_forward(const torch::Tensor& q, const torch::Tensor& k, const
       const auto D = S * noise;
       const T* dp = D.data_ptr<T>();
       each_head(B, heads, [&](int64_t b, int64_t h) {
-        gemm(false, false, Tq, dh, Tk, T(1), dp + (b * heads + h) * Tq * Tk, Tk, V.at(b, h), V.ld, T(0), O.at(b, h),
-             O.ld);
+        const int64_t head = b * heads + h;
+        mul.a_b(lower(head), Tq, dh, Tk, T(1), dp + head * Tq * Tk, Tk, V.at(b, h), V.ld, O.at(b, h), O.ld);
       });
     }
   });
@@ -206,6 +250,7 @@ void core_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::
     const T* pp = P.data_ptr<T>();
     const T* np = noise.defined() ? noise.data_ptr<T>() : nullptr;
     T* ddp = dD.data_ptr<T>();
+    HeadProductsOf<T> mul;
     each_head(B, heads, [&](int64_t b, int64_t h) {
       const int64_t head = b * heads + h, off = head * Tq * Tk, n = Tq * Tk;
       std::vector<T> dropped(np ? n : 0);  // D = P ∘ mask/(1 − p)
@@ -215,20 +260,23 @@ void core_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::
         Dh = dropped.data();
       }
       T* g = ddp + off;
-      gemm(false, true, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, T(0), g, Tk);     // dD
-      gemm(true, false, Tk, dh, Tq, T(1), Dh, Tk, dO.at(b, h), dO.ld, T(0), dV.at(b, h), dV.ld);  // dv
-      if (np)
-        for (int64_t j = 0; j < n; ++j) g[j] *= np[off + j];  // dP
       const int64_t row0 = head * Tq;
-      softmax_backward_head<T>(g, pp + off, Tq, Tk, causal, std::lower_bound(blind_begin, blind_end, row0),
-                               std::lower_bound(blind_begin, blind_end, row0 + Tq), row0);          // dS
-      gemm(false, false, Tq, dh, Tk, T(scale), g, Tk, K.at(b, h), K.ld, T(0), dQ.at(b, h), dQ.ld);  // dq
-      gemm(true, false, Tk, dh, Tq, T(scale), g, Tk, Q.at(b, h), Q.ld, T(0), dK.at(b, h), dK.ld);   // dk
+      const int64_t* blind_lo = std::lower_bound(blind_begin, blind_end, row0);
+      const int64_t* blind_hi = std::lower_bound(blind_begin, blind_end, row0 + Tq);
+      // D is zero above its diagonal when causal, unless a blind row is uniform; dS always is.
+      const bool lower_d = causal && blind_lo == blind_hi;
+      mul.a_bt(causal, Tq, Tk, dh, T(1), dO.at(b, h), dO.ld, V.at(b, h), V.ld, g, Tk);      // dD
+      mul.at_b(lower_d, Tk, dh, Tq, T(1), Dh, Tk, dO.at(b, h), dO.ld, dV.at(b, h), dV.ld);  // dv
+      if (np)
+        for (int64_t j = 0; j < n; ++j) g[j] *= np[off + j];                                // dP
+      softmax_backward_head<T>(g, pp + off, Tq, Tk, causal, blind_lo, blind_hi, row0);      // dS
+      mul.a_b(causal, Tq, dh, Tk, T(scale), g, Tk, K.at(b, h), K.ld, dQ.at(b, h), dQ.ld);   // dq
+      mul.at_b(causal, Tk, dh, Tq, T(scale), g, Tk, Q.at(b, h), Q.ld, dK.at(b, h), dK.ld);  // dk
     });
   });
 }
 
-class AttentionCore : public torch::autograd::Function<AttentionCore> {
+class AttentionCoreFn : public torch::autograd::Function<AttentionCoreFn> {
  public:
   // Packed (self-attention on [B, T, 3d]): k and v travel as [0] tensors.
   static variable_list forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v,
@@ -274,14 +322,15 @@ torch::Tensor attention_core_packed_backward(const torch::Tensor& qkv, const Att
 torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& key_pad, int64_t heads, bool causal, double dropout,
                              torch::Tensor* probs) {
-  auto r = AttentionCore::apply(q, k, v, pack_none(key_pad), heads, causal, dropout);
+  auto r = AttentionCoreFn::apply(q, k, v, pack_none(key_pad), heads, causal, dropout);
   if (probs) *probs = r[1];
   return r[0];
 }
 
 torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                     double dropout, torch::Tensor* probs) {
-  auto r = AttentionCore::apply(qkv, torch::empty({0}), torch::empty({0}), pack_none(key_pad), heads, causal, dropout);
+  auto r =
+      AttentionCoreFn::apply(qkv, torch::empty({0}), torch::empty({0}), pack_none(key_pad), heads, causal, dropout);
   if (probs) *probs = r[1];
   return r[0];
 }

@@ -7,6 +7,7 @@ namespace {
 std::atomic<Kernels> current{Kernels::Fused};
 std::atomic<AttentionCore> attention{AttentionCore::Auto};
 std::atomic<LayerPath> layers{LayerPath::Fused};
+std::atomic<HeadProducts> head{HeadProducts::Band};
 }  // namespace
 
 void set_kernels(Kernels k) { current.store(k); }
@@ -15,5 +16,7 @@ void set_attention_core(AttentionCore a) { attention.store(a); }
 AttentionCore attention_core_choice() { return attention.load(); }
 void set_layer_path(LayerPath p) { layers.store(p); }
 LayerPath layer_path() { return layers.load(); }
+void set_head_products(HeadProducts h) { head.store(h); }
+HeadProducts head_products() { return head.load(); }
 
 }  // namespace stx

@@ -30,4 +30,12 @@ enum class LayerPath { Fused, Composed };
 void set_layer_path(LayerPath p);
 LayerPath layer_path();
 
+// How stx's attention core (attention_core.h) multiplies within a head: Band = stx's own
+// product kernel (band_gemm.h), which computes only the causal band; Blas = one dense BLAS call
+// per product. Band by default; `stx bench --head-products` and the tests switch.
+enum class HeadProducts { Band, Blas };
+
+void set_head_products(HeadProducts h);
+HeadProducts head_products();
+
 }  // namespace stx

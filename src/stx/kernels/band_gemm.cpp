@@ -1,0 +1,194 @@
+#include "stx/kernels/band_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "stx/kernels/target_clones.h"
+#include "stx/kernels/vec_math.h"  // STX_VEC_INLINE
+
+// Every function that passes a 64-byte vector by value is forced inline into a target_clones
+// body, so the baseline ABI note GCC gives for them does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace stx::band {
+namespace {
+
+// 64-byte vectors in GCC's vector extension: one zmm register in the AVX-512 clone, two ymm in
+// the AVX2 clone, four xmm in the baseline one; `s * v` broadcasts the scalar s.
+typedef float VF __attribute__((vector_size(64)));
+typedef double VD __attribute__((vector_size(64)));
+template <typename T>
+struct VecOf;
+template <>
+struct VecOf<float> {
+  using type = VF;
+};
+template <>
+struct VecOf<double> {
+  using type = VD;
+};
+template <typename T>
+using V = typename VecOf<T>::type;
+template <typename T>
+constexpr int64_t kW = 64 / sizeof(T);  // lanes per vector
+
+template <typename T>
+STX_VEC_INLINE V<T> load(const T* p) {
+  V<T> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Columns [0, cols) of v to p (cols may exceed the vector: all of it).
+template <typename T>
+STX_VEC_INLINE void store(T* p, const V<T>& v, int64_t cols) {
+  if (cols >= kW<T>)
+    std::memcpy(p, &v, sizeof v);
+  else
+    for (int64_t j = 0; j < cols; ++j) p[j] = v[j];
+}
+
+constexpr int64_t kRows = 8;  // rows per block: 8 × 2 or 4 × 4 vectors of accumulators
+
+// How a tile reads A(r, p): kByRow = one pointer per row, a[r·lda + p] (A row-major: P V, dS K,
+// Q Kᵀ); kByCol = one pointer, a[p·lda + r] (A stored transposed: Pᵀ dO, dSᵀ Q; and A packed).
+enum class Read { kByRow, kByCol };
+
+// Rows [0, rows) (rows ≤ R) and the NV column vectors at b: C = α Σ_{p ∈ [p0, p1)} A(r, p) B[p, :],
+// the R × NV accumulators in registers. kByRow repeats the last row past `rows` (read, not
+// stored); kByCol needs R readable rows. `cols` bounds what is stored.
+template <typename T, int R, int NV, Read How>
+STX_VEC_INLINE void tile(int64_t rows, int64_t cols, const T* a, int64_t lda, int64_t p0, int64_t p1, const T* b,
+                         int64_t ldb, T alpha, T* c, int64_t ldc) {
+  V<T> acc[R][NV] = {};
+  const T* ar[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) ar[r] = a + std::min<int64_t>(r, rows - 1) * lda;
+  for (int64_t p = p0; p < p1; ++p) {
+    V<T> bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = load(b + p * ldb + v * kW<T>);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const T s = How == Read::kByRow ? ar[r][p] : a[p * lda + r];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] += s * bv[v];
+    }
+  }
+  // Compile-time indices only: a runtime index into acc would keep it in memory.
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      if (r < rows && cols > v * kW<T>) store(c + r * ldc + v * kW<T>, alpha * acc[r][v], cols - v * kW<T>);
+}
+
+// The terms row block [r0, r0 + rows) needs: p ∈ [p0, p1).
+struct Span {
+  int64_t p0, p1;
+};
+Span span(Band band, int64_t r0, int64_t rows, int64_t k) {
+  switch (band) {
+    case Band::kPUpTo:
+      return {0, std::min(r0 + rows, k)};
+    case Band::kPFrom:
+      return {std::min(r0, k), k};
+    default:
+      return {0, k};
+  }
+}
+
+// One column tile of a row block: 8 rows × 1–2 vectors, or two 4-row halves (each over its own
+// span) × 3–4 vectors.
+template <typename T, Read How>
+STX_VEC_INLINE void block(Band band, int64_t r0, int64_t rows, int64_t nv, int64_t cols, int64_t k, const T* a,
+                          int64_t lda, const T* b, int64_t ldb, T alpha, T* c, int64_t ldc) {
+  if (nv <= 2) {
+    const Span s = span(band, r0, rows, k);
+    if (nv == 1) tile<T, 8, 1, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, c, ldc);
+    else tile<T, 8, 2, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, c, ldc);
+    return;
+  }
+  for (int64_t h = 0; h < rows; h += 4) {
+    const int64_t sub = std::min<int64_t>(4, rows - h);
+    const Span s = span(band, r0 + h, sub, k);
+    const T* ah = How == Read::kByRow ? a + h * lda : a + h;
+    if (nv == 3) tile<T, 4, 3, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, c + h * ldc, ldc);
+    else tile<T, 4, 4, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, c + h * ldc, ldc);
+  }
+}
+
+template <typename T>
+STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
+                               int64_t csa, const T* bp, T* c, int64_t ldc) {
+  constexpr int64_t W = kW<T>;
+  const int64_t ldb = (n + W - 1) / W * W;
+  thread_local std::vector<T> packed;  // A(r, p) at [p·kRows + r], rows past the block's zero
+  for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+    const int64_t rows = std::min(kRows, m - r0);
+    const T* ab = a + r0 * rsa;
+    // A read in place (row pointers, or one pointer when stored transposed), except a partial
+    // block of a transposed A (kByCol reads all 8 rows) and strides that are neither: packed.
+    const bool by_row = csa == 1 && rsa != 1, by_col = rsa == 1 && rows == kRows;
+    int64_t lda = by_row ? rsa : csa;
+    if (!by_row && !by_col) {
+      if (packed.size() < static_cast<size_t>(k * kRows)) packed.resize(static_cast<size_t>(k * kRows));
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t r = 0; r < kRows; ++r) packed[p * kRows + r] = r < rows ? ab[r * rsa + p * csa] : T(0);
+      ab = packed.data(), lda = kRows;
+    }
+    // Causal scores: no row of the block sees a key past its last row.
+    const int64_t width = band == Band::kCausalCols ? std::min(r0 + rows, n) : n;
+    for (int64_t c0 = 0; c0 < width; c0 += 4 * W) {
+      const int64_t nv = std::min<int64_t>(4, (width - c0 + W - 1) / W);
+      if (by_row)
+        block<T, Read::kByRow>(band, r0, rows, nv, n - c0, k, ab, lda, bp + c0, ldb, alpha, c + r0 * ldc + c0, ldc);
+      else
+        block<T, Read::kByCol>(band, r0, rows, nv, n - c0, k, ab, lda, bp + c0, ldb, alpha, c + r0 * ldc + c0, ldc);
+    }
+    if (band == Band::kCausalCols)
+      for (int64_t r = r0; r < r0 + rows; ++r) std::fill(c + r * ldc + std::min(r + 1, n), c + r * ldc + n, T(0));
+  }
+}
+
+template <typename T>
+STX_CLONES void pack_b_impl(int64_t k, int64_t n, const T* src, int64_t lds, T* dst) {
+  const int64_t ldb = (n + kW<T> - 1) / kW<T> * kW<T>;
+  for (int64_t p = 0; p < k; ++p) {
+    std::copy(src + p * lds, src + p * lds + n, dst + p * ldb);
+    std::fill(dst + p * ldb + n, dst + (p + 1) * ldb, T(0));
+  }
+}
+
+template <typename T>
+STX_CLONES void pack_bt_impl(int64_t k, int64_t n, const T* src, int64_t lds, T* dst) {
+  const int64_t ldb = (n + kW<T> - 1) / kW<T> * kW<T>;
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t j = 0; j < n; ++j) dst[p * ldb + j] = src[j * lds + p];
+    std::fill(dst + p * ldb + n, dst + (p + 1) * ldb, T(0));
+  }
+}
+
+}  // namespace
+
+int64_t padded_cols(int64_t n, bool is_double) {
+  const int64_t w = is_double ? kW<double> : kW<float>;
+  return (n + w - 1) / w * w;
+}
+
+void pack_b(int64_t k, int64_t n, const float* src, int64_t lds, float* dst) { pack_b_impl(k, n, src, lds, dst); }
+void pack_b(int64_t k, int64_t n, const double* src, int64_t lds, double* dst) { pack_b_impl(k, n, src, lds, dst); }
+void pack_bt(int64_t k, int64_t n, const float* src, int64_t lds, float* dst) { pack_bt_impl(k, n, src, lds, dst); }
+void pack_bt(int64_t k, int64_t n, const double* src, int64_t lds, double* dst) { pack_bt_impl(k, n, src, lds, dst); }
+
+void band_gemm(Band band, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t rsa, int64_t csa,
+               const float* bp, float* c, int64_t ldc) {
+  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, c, ldc);
+}
+void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t rsa, int64_t csa,
+               const double* bp, double* c, int64_t ldc) {
+  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, c, ldc);
+}
+
+}  // namespace stx::band
