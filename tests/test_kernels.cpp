@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <type_traits>
+
+#include <fmt/format.h>
 
 #include <ATen/Parallel.h>
 
@@ -138,9 +141,10 @@ TEST(Kernels, AttentionCoreEqualsReference) {
 
 // The band kernel against a plain triple loop, on shapes that are no multiple of its vector width
 // or row block, with A read directly and transposed. Where a band skips terms, A holds the exact
-// zeros the kernel relies on; kCausalCols must also zero C above the diagonal.
+// zeros the kernel relies on; kCausalCols must also zero C above the diagonal. β = 0 must not read
+// C (it starts as NaN); β ≠ 0 adds β·C.
 template <typename T>
-void check_band_gemm(band::Band b, int64_t m, int64_t n, int64_t k, bool transposed) {
+void check_band_gemm(band::Band b, int64_t m, int64_t n, int64_t k, bool transposed, T beta) {
   const auto dt = std::is_same_v<T, double> ? torch::kDouble : torch::kFloat;
   torch::manual_seed(m * 1000 + n * 10 + k);
   auto A = torch::randn({m, k}, dt), Bm = torch::randn({k, n}, dt);
@@ -148,7 +152,9 @@ void check_band_gemm(band::Band b, int64_t m, int64_t n, int64_t k, bool transpo
   if (b == band::Band::kPUpTo) A.masked_fill_(p > i, 0);  // row r uses p ≤ r
   if (b == band::Band::kPFrom) A.masked_fill_(p < i, 0);  // row r uses p ≥ r
   const T alpha = T(0.75);
+  const double c0 = beta == T(0) ? std::nan("") : 3.0;  // C's entries before the call
   auto want = (torch::matmul(A.to(torch::kDouble), Bm.to(torch::kDouble)) * alpha).to(dt);
+  if (beta != T(0)) want += beta * c0;
   if (b == band::Band::kCausalCols) want.masked_fill_(torch::arange(n).unsqueeze(0) > i, 0);
   // A as stored: row-major [m, k], or its transpose [k, m] read with rsa = 1, csa = m.
   auto At = transposed ? A.t().contiguous() : A.contiguous();
@@ -163,11 +169,12 @@ void check_band_gemm(band::Band b, int64_t m, int64_t n, int64_t k, bool transpo
       band::pack_b(k, n, Bm.template data_ptr<T>(), n, packed.data());
     }
     auto C = torch::full({m, n + 3}, 99.0, dt);  // ldc > n: the extra columns stay untouched
-    band::band_gemm(b, m, n, k, alpha, At.template data_ptr<T>(), rsa, csa, packed.data(), C.template data_ptr<T>(),
-                    n + 3);
+    C.narrow(1, 0, n).fill_(c0);
+    band::band_gemm(b, m, n, k, alpha, At.template data_ptr<T>(), rsa, csa, packed.data(),
+                    band::padded_cols(n, std::is_same_v<T, double>), beta, C.template data_ptr<T>(), n + 3);
     const std::string what = "band " + std::to_string(static_cast<int>(b)) + " m" + std::to_string(m) + " n" +
                              std::to_string(n) + " k" + std::to_string(k) + (transposed ? " Aᵀ" : " A") +
-                             (via_t ? " pack_bt" : " pack_b");
+                             (via_t ? " pack_bt" : " pack_b") + " beta " + std::to_string(beta);
     expect_close(C.narrow(1, 0, n), want, std::is_same_v<T, double> ? 1e-12 : 2e-5, what);
     EXPECT_TRUE(C.narrow(1, n, 3).eq(99.0).all().template item<bool>()) << what << ": wrote past n";
   }
@@ -178,10 +185,43 @@ TEST(Kernels, BandGemmEqualsTripleLoop) {
   for (Band b : {Band::kFull, Band::kCausalCols, Band::kPUpTo, Band::kPFrom})
     for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{
              {1, 1, 1}, {5, 4, 5}, {13, 37, 21}, {70, 70, 16}, {64, 16, 64}, {9, 71, 70}, {33, 130, 40}, {3, 5, 0}})
-      for (bool t : {false, true}) {
-        check_band_gemm<float>(b, m, n, k, t);
-        check_band_gemm<double>(b, m, n, k, t);
-      }
+      for (bool t : {false, true})
+        for (double beta : {0.0, 0.5}) {
+          if (b == Band::kCausalCols && beta != 0) continue;  // used with β = 0 only
+          check_band_gemm<float>(b, m, n, k, t, static_cast<float>(beta));
+          check_band_gemm<double>(b, m, n, k, t, beta);
+        }
+}
+
+// band::gemm, blas::gemm's signature on the band kernel: every transpose, B read in place (n a
+// multiple of the vector width) or packed, β = 0 (C not read) and β ≠ 0, leading dimensions
+// larger than the matrices.
+template <typename T>
+void check_band_as_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T beta) {
+  const auto dt = std::is_same_v<T, double> ? torch::kDouble : torch::kFloat;
+  torch::manual_seed(m + 7 * n + 13 * k);
+  const int64_t pad = 5;  // extra columns in every stored matrix
+  auto A = torch::randn({ta ? k : m, (ta ? m : k) + pad}, dt), Bs = torch::randn({tb ? n : k, (tb ? k : n) + pad}, dt);
+  auto opA = A.narrow(1, 0, ta ? m : k), opB = Bs.narrow(1, 0, tb ? k : n);
+  if (ta) opA = opA.t();
+  if (tb) opB = opB.t();
+  auto C = torch::full({m, n + pad}, beta == T(0) ? std::nan("") : 2.0, dt);
+  auto want = torch::matmul(opA.to(torch::kDouble), opB.to(torch::kDouble)) * 0.5;
+  if (beta != T(0)) want += beta * 2.0;
+  band::gemm(ta, tb, m, n, k, T(0.5), A.template data_ptr<T>(), A.size(1), Bs.template data_ptr<T>(), Bs.size(1), beta,
+             C.template data_ptr<T>(), n + pad);
+  expect_close(C.narrow(1, 0, n), want.to(dt), std::is_same_v<T, double> ? 1e-12 : 2e-5,
+               fmt::format("gemm ta {} tb {} {}x{}x{} beta {}", ta, tb, m, n, k, beta));
+}
+
+TEST(Kernels, BandGemmAsBlasGemm) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{37, 64, 29}, {16, 48, 70}, {5, 19, 3}, {9, 16, 1}})
+        for (double beta : {0.0, 0.5}) {
+          check_band_as_gemm<float>(ta, tb, m, n, k, static_cast<float>(beta));
+          check_band_as_gemm<double>(ta, tb, m, n, k, beta);
+        }
 }
 
 TEST(Kernels, AttentionCoreReadsStridedHeadsInPlace) {

@@ -49,23 +49,30 @@ struct HeadProductsOf {
     if (!own) return gemm(false, true, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
     T* bp = packed(k, n);
     band::pack_bt(k, n, b, ldb, bp);
-    band::band_gemm(causal ? band::Band::kCausalCols : band::Band::kFull, m, n, k, alpha, a, lda, 1, bp, c, ldc);
+    band::band_gemm(causal ? band::Band::kCausalCols : band::Band::kFull, m, n, k, alpha, a, lda, 1, bp,
+                    band::padded_cols(n, sizeof(T) == 8), T(0), c, ldc);
   }
   // C [m × n] = α A B, A [m × k], B [k × n] (P V, dS K); lower: A is zero above its diagonal.
   void a_b(bool lower, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
            int64_t ldc) {
     if (!own) return gemm(false, false, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
-    T* bp = packed(k, n);
-    band::pack_b(k, n, b, ldb, bp);
-    band::band_gemm(lower ? band::Band::kPUpTo : band::Band::kFull, m, n, k, alpha, a, lda, 1, bp, c, ldc);
+    in_place_b(k, n, b, ldb);
+    band::band_gemm(lower ? band::Band::kPUpTo : band::Band::kFull, m, n, k, alpha, a, lda, 1, b, ldb, T(0), c, ldc);
   }
   // C [m × n] = α Aᵀ B, A [k × m], B [k × n] (Pᵀ dO, dSᵀ Q); lower: A is zero above its diagonal.
   void at_b(bool lower, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
             T* c, int64_t ldc) {
     if (!own) return gemm(true, false, m, n, k, alpha, a, lda, b, ldb, T(0), c, ldc);
+    in_place_b(k, n, b, ldb);
+    band::band_gemm(lower ? band::Band::kPFrom : band::Band::kFull, m, n, k, alpha, a, 1, lda, b, ldb, T(0), c, ldc);
+  }
+  // B as the band kernel reads it: in place when d_head is whole vectors, else packed.
+  void in_place_b(int64_t k, int64_t n, const T*& b, int64_t& ldb) {
+    const int64_t ldp = band::padded_cols(n, sizeof(T) == 8);
+    if (ldp == n) return;
     T* bp = packed(k, n);
     band::pack_b(k, n, b, ldb, bp);
-    band::band_gemm(lower ? band::Band::kPFrom : band::Band::kFull, m, n, k, alpha, a, 1, lda, bp, c, ldc);
+    b = bp, ldb = ldp;
   }
 };
 

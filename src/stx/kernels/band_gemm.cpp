@@ -40,11 +40,19 @@ STX_VEC_INLINE V<T> load(const T* p) {
   return v;
 }
 
+// Columns [0, cols) of p (cols may exceed the vector: all of it), zero beyond.
+template <typename T>
+STX_VEC_INLINE V<T> load_part(const T* p, int64_t cols) {
+  if (cols >= kW<T>) return load(p);
+  V<T> v = {};
+  for (int64_t j = 0; j < cols; ++j) v[j] = p[j];
+  return v;
+}
+
 // Columns [0, cols) of v to p (cols may exceed the vector: all of it).
 template <typename T>
 STX_VEC_INLINE void store(T* p, const V<T>& v, int64_t cols) {
-  if (cols >= kW<T>)
-    std::memcpy(p, &v, sizeof v);
+  if (cols >= kW<T>) std::memcpy(p, &v, sizeof v);
   else
     for (int64_t j = 0; j < cols; ++j) p[j] = v[j];
 }
@@ -60,7 +68,7 @@ enum class Read { kByRow, kByCol };
 // stored); kByCol needs R readable rows. `cols` bounds what is stored.
 template <typename T, int R, int NV, Read How>
 STX_VEC_INLINE void tile(int64_t rows, int64_t cols, const T* a, int64_t lda, int64_t p0, int64_t p1, const T* b,
-                         int64_t ldb, T alpha, T* c, int64_t ldc) {
+                         int64_t ldb, T alpha, T beta, T* c, int64_t ldc) {
   V<T> acc[R][NV] = {};
   const T* ar[R];
 #pragma GCC unroll 8
@@ -81,7 +89,12 @@ STX_VEC_INLINE void tile(int64_t rows, int64_t cols, const T* a, int64_t lda, in
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
-      if (r < rows && cols > v * kW<T>) store(c + r * ldc + v * kW<T>, alpha * acc[r][v], cols - v * kW<T>);
+      if (r < rows && cols > v * kW<T>) {
+        T* cp = c + r * ldc + v * kW<T>;
+        V<T> out = alpha * acc[r][v];
+        if (beta != T(0)) out += beta * load_part(cp, cols - v * kW<T>);  // β = 0: C is not read
+        store(cp, out, cols - v * kW<T>);
+      }
 }
 
 // The terms row block [r0, r0 + rows) needs: p ∈ [p0, p1).
@@ -90,12 +103,9 @@ struct Span {
 };
 Span span(Band band, int64_t r0, int64_t rows, int64_t k) {
   switch (band) {
-    case Band::kPUpTo:
-      return {0, std::min(r0 + rows, k)};
-    case Band::kPFrom:
-      return {std::min(r0, k), k};
-    default:
-      return {0, k};
+    case Band::kPUpTo: return {0, std::min(r0 + rows, k)};
+    case Band::kPFrom: return {std::min(r0, k), k};
+    default: return {0, k};
   }
 }
 
@@ -103,27 +113,26 @@ Span span(Band band, int64_t r0, int64_t rows, int64_t k) {
 // span) × 3–4 vectors.
 template <typename T, Read How>
 STX_VEC_INLINE void block(Band band, int64_t r0, int64_t rows, int64_t nv, int64_t cols, int64_t k, const T* a,
-                          int64_t lda, const T* b, int64_t ldb, T alpha, T* c, int64_t ldc) {
+                          int64_t lda, const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc) {
   if (nv <= 2) {
     const Span s = span(band, r0, rows, k);
-    if (nv == 1) tile<T, 8, 1, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, c, ldc);
-    else tile<T, 8, 2, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, c, ldc);
+    if (nv == 1) tile<T, 8, 1, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc);
+    else tile<T, 8, 2, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc);
     return;
   }
   for (int64_t h = 0; h < rows; h += 4) {
     const int64_t sub = std::min<int64_t>(4, rows - h);
     const Span s = span(band, r0 + h, sub, k);
     const T* ah = How == Read::kByRow ? a + h * lda : a + h;
-    if (nv == 3) tile<T, 4, 3, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, c + h * ldc, ldc);
-    else tile<T, 4, 4, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, c + h * ldc, ldc);
+    if (nv == 3) tile<T, 4, 3, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc);
+    else tile<T, 4, 4, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc);
   }
 }
 
 template <typename T>
 STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
-                               int64_t csa, const T* bp, T* c, int64_t ldc) {
+                               int64_t csa, const T* bp, int64_t ldb, T beta, T* c, int64_t ldc) {
   constexpr int64_t W = kW<T>;
-  const int64_t ldb = (n + W - 1) / W * W;
   thread_local std::vector<T> packed;  // A(r, p) at [p·kRows + r], rows past the block's zero
   for (int64_t r0 = 0; r0 < m; r0 += kRows) {
     const int64_t rows = std::min(kRows, m - r0);
@@ -143,9 +152,11 @@ STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alp
     for (int64_t c0 = 0; c0 < width; c0 += 4 * W) {
       const int64_t nv = std::min<int64_t>(4, (width - c0 + W - 1) / W);
       if (by_row)
-        block<T, Read::kByRow>(band, r0, rows, nv, n - c0, k, ab, lda, bp + c0, ldb, alpha, c + r0 * ldc + c0, ldc);
+        block<T, Read::kByRow>(band, r0, rows, nv, n - c0, k, ab, lda, bp + c0, ldb, alpha, beta, c + r0 * ldc + c0,
+                               ldc);
       else
-        block<T, Read::kByCol>(band, r0, rows, nv, n - c0, k, ab, lda, bp + c0, ldb, alpha, c + r0 * ldc + c0, ldc);
+        block<T, Read::kByCol>(band, r0, rows, nv, n - c0, k, ab, lda, bp + c0, ldb, alpha, beta, c + r0 * ldc + c0,
+                               ldc);
     }
     if (band == Band::kCausalCols)
       for (int64_t r = r0; r < r0 + rows; ++r) std::fill(c + r * ldc + std::min(r + 1, n), c + r * ldc + n, T(0));
@@ -183,12 +194,37 @@ void pack_bt(int64_t k, int64_t n, const float* src, int64_t lds, float* dst) { 
 void pack_bt(int64_t k, int64_t n, const double* src, int64_t lds, double* dst) { pack_bt_impl(k, n, src, lds, dst); }
 
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t rsa, int64_t csa,
-               const float* bp, float* c, int64_t ldc) {
-  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, c, ldc);
+               const float* bp, int64_t ldb, float beta, float* c, int64_t ldc) {
+  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc);
 }
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t rsa, int64_t csa,
-               const double* bp, double* c, int64_t ldc) {
-  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, c, ldc);
+               const double* bp, int64_t ldb, double beta, double* c, int64_t ldc) {
+  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc);
+}
+
+namespace {
+template <typename T>
+void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+               int64_t ldb, T beta, T* c, int64_t ldc) {
+  const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
+  if (!tb && n % kW<T> == 0)  // B's rows are whole vectors already: read in place
+    return band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc);
+  thread_local std::vector<T> packed;
+  const int64_t ldp = padded_cols(n, sizeof(T) == 8);
+  if (packed.size() < static_cast<size_t>(k * ldp)) packed.resize(static_cast<size_t>(k * ldp));
+  if (tb) pack_bt(k, n, b, ldb, packed.data());
+  else pack_b(k, n, b, ldb, packed.data());
+  band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, packed.data(), ldp, beta, c, ldc);
+}
+}  // namespace
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace stx::band

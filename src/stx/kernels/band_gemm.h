@@ -6,9 +6,10 @@
 //
 //   C[r, 0:n) = α · Σ_{p ∈ band(r)} A(r, p) · B[p, 0:n)
 //
-// A(r, p) = a[r·rsa + p·csa] (any strides: A or Aᵀ of a row-major matrix); B is packed first
-// (pack_b / pack_bt: contiguous rows of ldb = padded_cols(n) elements, zero beyond n), so the
-// kernel reads whole vectors; C is row-major with unit column stride. The band says which terms
+// A(r, p) = a[r·rsa + p·csa] (any strides: A or Aᵀ of a row-major matrix); B's rows, ldb apart,
+// are read as whole vectors, padded_cols(n) elements each: B in place when n is a multiple of the
+// vector width, else packed first (pack_b / pack_bt: zero beyond n); C is row-major with unit
+// column stride. The band says which terms
 // a row needs (r = row of C, causal: key j visible to query i iff j ≤ i):
 //   kFull       p ∈ [0, k), every column.
 //   kCausalCols p ∈ [0, k), columns j ≤ r only; C[r, j > r] = 0 (the scores Q Kᵀ and dO Vᵀ).
@@ -35,10 +36,20 @@ void pack_b(int64_t k, int64_t n, const double* src, int64_t lds, double* dst);
 void pack_bt(int64_t k, int64_t n, const float* src, int64_t lds, float* dst);
 void pack_bt(int64_t k, int64_t n, const double* src, int64_t lds, double* dst);
 
-// C [m × n] from A (m × k through rsa, csa) and B packed by pack_b / pack_bt (k rows).
+// C [m × n] ← α·(the band's product) + β·C, from A (m × k through rsa, csa) and B (k rows, ldb
+// apart, each readable to padded_cols(n)); β = 0 does not read C. kCausalCols sets C[r, j > r] = 0
+// whatever β.
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t rsa, int64_t csa,
-               const float* bp, float* c, int64_t ldc);
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t rsa, int64_t csa,
-               const double* bp, double* c, int64_t ldc);
+               const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+// Row-major C [m × n] = α op(A) op(B) + β C, the signature of blas::gemm, on the band kernel
+// (kFull): A read in place, B too unless transposed or n is no multiple of the vector width
+// (then packed into a per-thread buffer).
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 }  // namespace stx::band

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "stx/kernels/attention_core.h"
+#include "stx/kernels/band_gemm.h"
 #include "stx/kernels/blas.h"
 #include "stx/kernels/dropout.h"
 #include "stx/kernels/kernels.h"
@@ -42,11 +43,22 @@ constexpr int64_t kRowGrain = 16384;  // elements per parallel_for chunk, as res
 
 // y [N, out] = x [N, in] · Wᵀ + b (b null: none): the bias is written first and the product added
 // to it, as addmm does.
+// The sub-layer's products: stx's band kernel (band_gemm.h) for small products on one thread,
+// where it skips BLAS's packing of A and its β = 0 pass over C; else BLAS, whose cache blocking
+// and threads win on large ones (docs/performance.md). kernels.h: head_products() switches.
+template <typename T>
+void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+             int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (head_products() == HeadProducts::Band && at::get_num_threads() == 1 && k <= 256 && m * n * k <= (1 << 24))
+    band::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else blas::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 template <typename T>
 void linear_forward(const T* x, int64_t N, int64_t in, const T* W, const T* b, int64_t out, T* y) {
   if (b)
     for (int64_t n = 0; n < N; ++n) std::copy(b, b + out, y + n * out);
-  blas::gemm(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
+  product(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
 }
 
 // out[j] = Σ_n a[n, j] (· b[n, j] when b is given), accumulated in double.
@@ -68,9 +80,9 @@ STX_CLONES void column_sums(const T* a, const T* b, int64_t N, int64_t d, T* out
 template <typename T>
 void linear_backward(const T* dy, const T* x, const T* W, int64_t N, int64_t in, int64_t out, T* dW, T* db, T* dx,
                      T beta) {
-  blas::gemm(true, false, out, in, N, T(1), dy, out, x, in, T(0), dW, in);
+  product(true, false, out, in, N, T(1), dy, out, x, in, T(0), dW, in);
   if (db) column_sums<T>(dy, nullptr, N, out, db);
-  if (dx) blas::gemm(false, false, N, in, out, T(1), dy, out, W, in, beta, dx, in);
+  if (dx) product(false, false, N, in, out, T(1), dy, out, W, in, beta, dx, in);
 }
 
 // GELU, erf form: gelu(z) = z·Φ(z), Φ(z) = ½(1 + erf(z/√2)); gelu'(z) = Φ(z) + z·φ(z). float32
