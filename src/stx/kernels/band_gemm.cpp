@@ -1,7 +1,9 @@
 #include "stx/kernels/band_gemm.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "stx/kernels/target_clones.h"
@@ -172,11 +174,45 @@ STX_CLONES void pack_b_impl(int64_t k, int64_t n, const T* src, int64_t lds, T* 
   }
 }
 
+// Lane indices for __builtin_shuffle: integers of the element's width, as many as the lanes.
+typedef int32_t VI32 __attribute__((vector_size(64)));
+typedef int64_t VI64 __attribute__((vector_size(64)));
+template <typename T>
+using VI = std::conditional_t<sizeof(T) == 4, VI32, VI64>;
+
+// The L × L block at src (rows lds apart) transposed to dst (rows ldd apart), L = the lanes:
+// log2 L rounds of a perfect shuffle, row i of a round taking lanes from rows i and i + L/2 — one
+// two-source permute per row and round (vpermt2ps with AVX-512) instead of L² scalar moves.
+template <typename T>
+STX_VEC_INLINE void transpose_block(const T* src, int64_t lds, T* dst, int64_t ldd) {
+  constexpr int L = static_cast<int>(kW<T>);
+  VI<T> lo, hi;  // interleave the first halves of two rows, or the second halves
+  for (int t = 0; t < L / 2; ++t)
+    lo[2 * t] = t, lo[2 * t + 1] = L + t, hi[2 * t] = t + L / 2, hi[2 * t + 1] = L + t + L / 2;
+  V<T> r[L], x[L];
+#pragma GCC unroll 16
+  for (int i = 0; i < L; ++i) r[i] = load(src + i * lds);
+  for (int round = 1; round < L; round *= 2) {
+#pragma GCC unroll 8
+    for (int i = 0; i < L / 2; ++i) {
+      x[2 * i] = __builtin_shuffle(r[i], r[i + L / 2], lo);
+      x[2 * i + 1] = __builtin_shuffle(r[i], r[i + L / 2], hi);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < L; ++i) r[i] = x[i];
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < L; ++i) std::memcpy(dst + i * ldd, &r[i], sizeof r[i]);
+}
+
 template <typename T>
 STX_CLONES void pack_bt_impl(int64_t k, int64_t n, const T* src, int64_t lds, T* dst) {
-  const int64_t ldb = (n + kW<T> - 1) / kW<T> * kW<T>;
-  for (int64_t p = 0; p < k; ++p) {
-    for (int64_t j = 0; j < n; ++j) dst[p * ldb + j] = src[j * lds + p];
+  constexpr int64_t L = kW<T>;
+  const int64_t ldb = (n + L - 1) / L * L, k_full = k / L * L, n_full = n / L * L;
+  for (int64_t p = 0; p < k_full; p += L)  // whole blocks
+    for (int64_t j = 0; j < n_full; j += L) transpose_block(src + j * lds + p, lds, dst + p * ldb + j, ldb);
+  for (int64_t p = 0; p < k; ++p) {  // the rest: the last rows and columns, and the zero padding
+    for (int64_t j = p < k_full ? n_full : 0; j < n; ++j) dst[p * ldb + j] = src[j * lds + p];
     std::fill(dst + p * ldb + n, dst + (p + 1) * ldb, T(0));
   }
 }
