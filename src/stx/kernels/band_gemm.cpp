@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "stx/kernels/target_clones.h"
@@ -68,24 +67,13 @@ enum class Read { kByRow, kByCol };
 
 // Rows [0, rows) (rows ≤ R) and the NV column vectors at b: C = α Σ_{p ∈ [p0, p1)} A(r, p) B[p, :],
 // the R × NV accumulators in registers. kByRow repeats the last row past `rows` (read, not
-// stored); kByCol needs R readable rows. `cols` bounds what is stored.
-// acc[i] += A(i / NV, p) · bv[i % NV] for every i of the pack, unrolled by the compiler's front
-// end: every index into acc is a constant.
-template <typename T, int NV, Read How, int... I>
-STX_VEC_INLINE void fma_step(V<T>* acc, const V<T>* bv, const T* const* ar, const T* a, int64_t lda, int64_t p,
-                             std::integer_sequence<int, I...>) {
-  ((acc[I] += (How == Read::kByRow ? ar[I / NV][p] : a[p * lda + I / NV]) * bv[I % NV]), ...);
-}
-
-// Rows [0, rows) (rows ≤ R) and the NV column vectors at b: C = α Σ_{p ∈ [p0, p1)} A(r, p) B[p, :],
-// the R × NV accumulators in registers. kByRow repeats the last row past `rows` (read, not
 // stored); kByCol needs R readable rows. `cols` bounds what is stored. A function of its own,
 // compiled for each ISA: inlined into band_gemm_impl, GCC 12 gave the loop 8 vector registers and
 // kept three of the 8 × 1 tile's accumulators on the stack — the head's P·V twice as slow.
 template <typename T, int R, int NV, Read How>
 STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, int64_t lda, int64_t p0, int64_t p1,
                                        const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc) {
-  V<T> acc[R * NV] = {};
+  V<T> acc[R][NV] = {};
   const T* ar[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) ar[r] = a + std::min<int64_t>(r, rows - 1) * lda;
@@ -93,7 +81,12 @@ STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, i
     V<T> bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = load(b + p * ldb + v * kW<T>);
-    fma_step<T, NV, How>(acc, bv, ar, a, lda, p, std::make_integer_sequence<int, R * NV>());
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const T s = How == Read::kByRow ? ar[r][p] : a[p * lda + r];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] += s * bv[v];
+    }
   }
   // Compile-time indices only: a runtime index into acc would keep it in memory.
 #pragma GCC unroll 8
@@ -102,7 +95,7 @@ STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, i
     for (int v = 0; v < NV; ++v)
       if (r < rows && cols > v * kW<T>) {
         T* cp = c + r * ldc + v * kW<T>;
-        V<T> out = alpha * acc[r * NV + v];
+        V<T> out = alpha * acc[r][v];
         if (beta != T(0)) out += beta * load_part(cp, cols - v * kW<T>);  // β = 0: C is not read
         store(cp, out, cols - v * kW<T>);
       }
