@@ -188,6 +188,10 @@ using VI = std::conditional_t<sizeof(T) == 4, VI32, VI64>;
 template <typename T>
 STX_VEC_INLINE void transpose_block(const T* src, int64_t lds, T* dst, int64_t ldd) {
   constexpr int L = static_cast<int>(kW<T>);
+#if defined(__clang__)  // __builtin_shuffle is GCC's: element by element
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < L; ++j) dst[i * ldd + j] = src[j * lds + i];
+#else
   VI<T> lo, hi;  // interleave the first halves of two rows, or the second halves
   for (int t = 0; t < L / 2; ++t)
     lo[2 * t] = t, lo[2 * t + 1] = L + t, hi[2 * t] = t + L / 2, hi[2 * t + 1] = L + t + L / 2;
@@ -205,6 +209,7 @@ STX_VEC_INLINE void transpose_block(const T* src, int64_t lds, T* dst, int64_t l
   }
 #pragma GCC unroll 16
   for (int i = 0; i < L; ++i) std::memcpy(dst + i * ldd, &r[i], sizeof r[i]);
+#endif
 }
 
 template <typename T>
