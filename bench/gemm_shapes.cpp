@@ -2,7 +2,8 @@
 // BLAS (blas::gemm → sgemm_, OpenBLAS by default), one thread, on the products of a training
 // step: the d64 layer's projections and FFN (forward x·Wᵀ, weight gradient dyᵀ·x, input gradient
 // dy·W), one attention head at 64 tokens and d_head 16 (dense for BLAS, the causal band for
-// stx, as the attention core runs them) and two d512 products. The two sides alternate, best of
+// stx, as the attention core runs them), the tied output projection over 8,000 words and two
+// d512 products. The two sides alternate, best of
 // --rounds rounds each.
 //   build/stx_gemm_bench [--rounds N]
 #include <algorithm>
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
       {"head Q.K^T (causal)", false, true, 64, 64, 16, 0, Band::kCausalCols},
       {"head P.V (causal)", false, false, 64, 16, 64, 0, Band::kPUpTo},
       {"head P^T.dO (causal)", true, false, 64, 16, 64, 0, Band::kPFrom},
+      {"vocab logits h.E^T", false, true, 256, 8000, 64, 0, Band::kFull},
+      {"vocab dE = dz^T.h", true, false, 8000, 64, 256, 0, Band::kFull},
+      {"vocab dh = dz.E", false, false, 256, 64, 8000, 0, Band::kFull},
       {"d512 out-proj forward", false, true, 1024, 512, 512, 1, Band::kFull},
       {"d512 fc1 forward", false, true, 1024, 2048, 512, 1, Band::kFull},
   };

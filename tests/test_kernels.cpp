@@ -25,6 +25,7 @@
 #include "stx/kernels/fused_sublayer.h"
 #include "stx/kernels/kernels.h"
 #include "stx/kernels/residual_norm.h"
+#include "stx/kernels/tied_projection.h"
 #include "stx/kernels/vec_math.h"
 #include "stx/model/attention.h"
 #include "stx/model/layer.h"
@@ -183,8 +184,15 @@ void check_band_gemm(band::Band b, int64_t m, int64_t n, int64_t k, bool transpo
 TEST(Kernels, BandGemmEqualsTripleLoop) {
   using band::Band;
   for (Band b : {Band::kFull, Band::kCausalCols, Band::kPUpTo, Band::kPFrom})
-    for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{
-             {1, 1, 1}, {5, 4, 5}, {13, 37, 21}, {70, 70, 16}, {64, 16, 64}, {9, 71, 70}, {33, 130, 40}, {3, 5, 0}})
+    for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
+                                                              {5, 4, 5},
+                                                              {13, 37, 21},
+                                                              {70, 70, 16},
+                                                              {64, 16, 64},
+                                                              {9, 71, 70},
+                                                              {33, 130, 40},
+                                                              {3, 5, 0},
+                                                              {300, 300, 16}})
       for (bool t : {false, true})
         for (double beta : {0.0, 0.5}) {
           if (b == Band::kCausalCols && beta != 0) continue;  // used with β = 0 only
@@ -217,11 +225,45 @@ void check_band_as_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T bet
 TEST(Kernels, BandGemmAsBlasGemm) {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{37, 64, 29}, {16, 48, 70}, {5, 19, 3}, {9, 16, 1}})
+      for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{37, 64, 29},
+                                                                {16, 48, 70},
+                                                                {5, 19, 3},
+                                                                {9, 16, 1},
+                                                                // several column panels, chunks of the sum
+                                                                {11, 530, 40},
+                                                                {10, 37, 2100}})
         for (double beta : {0.0, 0.5}) {
           check_band_as_gemm<float>(ta, tb, m, n, k, static_cast<float>(beta));
           check_band_as_gemm<double>(ta, tb, m, n, k, beta);
         }
+}
+
+TEST(Kernels, TiedProjectionEqualsMatmul) {
+  // z = h Eᵀ and its gradients on the band kernel against torch::matmul, on one thread (where it
+  // runs), with V and d no multiple of the vector width and more than one column panel.
+  KernelsGuard guard;
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  for (auto dt : {torch::kDouble, torch::kFloat}) {
+    torch::manual_seed(3);
+    auto h = torch::randn({3, 5, 24}, dt).requires_grad_(true), E = torch::randn({301, 24}, dt).requires_grad_(true);
+    auto R = torch::randn({3, 5, 301}, dt);
+    ASSERT_TRUE(tied_projection_available(h));
+    auto z = tied_projection(h, E);
+    auto g = torch::autograd::grad({(z * R).sum()}, {h, E});
+    auto zr = torch::matmul(h, E.t());
+    auto gr = torch::autograd::grad({(zr * R).sum()}, {h, E});
+    const double tol = dt == torch::kDouble ? 1e-12 : 2e-5;
+    expect_close(z, zr, tol, "logits");
+    expect_close(g[0], gr[0], tol, "dh");
+    expect_close(g[1], gr[1], tol, "dE");
+    set_head_products(HeadProducts::Blas);
+    EXPECT_FALSE(tied_projection_available(h)) << "--head-products blas keeps the BLAS path";
+    set_head_products(HeadProducts::Band);
+  }
+  at::set_num_threads(2);
+  EXPECT_FALSE(tied_projection_available(torch::zeros({2, 3}))) << "more threads: BLAS";
+  at::set_num_threads(threads);
 }
 
 TEST(Kernels, AttentionCoreReadsStridedHeadsInPlace) {
@@ -291,7 +333,7 @@ TEST(Kernels, DropoutDeterminismAndThreads) {
   EXPECT_FALSE(torch::equal(r, a)) << "reference kernels use torch::dropout";
 }
 
-TEST(Kernels, WholeModelLossAndGradientsMatch) {
+void whole_model_loss_and_gradients_match() {
   KernelsGuard guard;
   for (auto [arch, scheme, norm] :
        std::vector<std::tuple<Arch, Scheme, NormKind>>{{Arch::Decoder, Scheme::DeepNorm, NormKind::LayerNorm},
@@ -323,10 +365,21 @@ TEST(Kernels, WholeModelLossAndGradientsMatch) {
   }
 }
 
+// On one thread the layers' products run on the band kernel, on two on the BLAS: both paths.
+TEST(Kernels, WholeModelLossAndGradientsMatch) {
+  const int threads = at::get_num_threads();
+  for (int n : {1, 2}) {
+    SCOPED_TRACE(std::to_string(n) + " thread(s)");
+    at::set_num_threads(n);
+    whole_model_loss_and_gradients_match();
+  }
+  at::set_num_threads(threads);
+}
+
 // The fused sub-layers (kernels/fused_sublayer.h) against the same model composed of its modules
 // (kernels = Fused for both: the same attention core and dropout streams), forward and every
 // parameter's gradient, with dropout and attention dropout on (the same seed: the same masks).
-TEST(Kernels, FusedSublayersEqualComposed) {
+void fused_sublayers_equal_composed() {
   KernelsGuard guard;
   struct Case {
     Scheme scheme;
@@ -383,6 +436,17 @@ TEST(Kernels, FusedSublayersEqualComposed) {
           if (grads[0][i].defined()) expect_close(grads[1][i], grads[0][i], tol, "grad " + names[i]);
         }
       }
+}
+
+// On one thread the layers' products run on the band kernel, on two on the BLAS: both paths.
+TEST(Kernels, FusedSublayersEqualComposed) {
+  const int threads = at::get_num_threads();
+  for (int n : {1, 2}) {
+    SCOPED_TRACE(std::to_string(n) + " thread(s)");
+    at::set_num_threads(n);
+    fused_sublayers_equal_composed();
+  }
+  at::set_num_threads(threads);
 }
 
 // The fused path is taken where it should be, and the composed one where a scheme or a tap needs it.

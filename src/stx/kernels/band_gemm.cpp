@@ -135,36 +135,40 @@ STX_VEC_INLINE void block(Band band, int64_t r0, int64_t rows, int64_t nv, int64
 
 template <typename T>
 STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
-                               int64_t csa, const T* bp, int64_t ldb, T beta, T* c, int64_t ldc) {
-  constexpr int64_t W = kW<T>;
+                               int64_t csa, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  constexpr int64_t W = kW<T>, kPanel = 256;
   thread_local std::vector<T> packed;  // A(r, p) at [p·kRows + r], rows past the block's zero
-  for (int64_t r0 = 0; r0 < m; r0 += kRows) {
-    const int64_t rows = std::min(kRows, m - r0);
-    const T* ab = a + r0 * rsa;
-    // A read in place (row pointers, or one pointer when stored transposed), except a partial
-    // block of a transposed A (kByCol reads all 8 rows) and strides that are neither: packed.
-    const bool by_row = csa == 1 && rsa != 1, by_col = rsa == 1 && rows == kRows;
-    int64_t lda = by_row ? rsa : csa;
-    if (!by_row && !by_col) {
-      if (packed.size() < static_cast<size_t>(k * kRows)) packed.resize(static_cast<size_t>(k * kRows));
-      for (int64_t p = 0; p < k; ++p)
-        for (int64_t r = 0; r < kRows; ++r) packed[p * kRows + r] = r < rows ? ab[r * rsa + p * csa] : T(0);
-      ab = packed.data(), lda = kRows;
+  // Panels of kPanel columns: one panel of B (k × kPanel) stays in L2 while every row block
+  // passes over it (a single panel at the step's layer and head widths).
+  for (int64_t n0 = 0; n0 < n; n0 += kPanel) {
+    for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+      const int64_t rows = std::min(kRows, m - r0);
+      const T* ab = a + r0 * rsa;
+      // A read in place (row pointers, or one pointer when stored transposed), except a partial
+      // block of a transposed A (kByCol reads all 8 rows) and strides that are neither: packed.
+      const bool by_row = csa == 1 && rsa != 1, by_col = rsa == 1 && rows == kRows;
+      int64_t lda = by_row ? rsa : csa;
+      if (!by_row && !by_col) {
+        if (packed.size() < static_cast<size_t>(k * kRows)) packed.resize(static_cast<size_t>(k * kRows));
+        for (int64_t p = 0; p < k; ++p)
+          for (int64_t r = 0; r < kRows; ++r) packed[p * kRows + r] = r < rows ? ab[r * rsa + p * csa] : T(0);
+        ab = packed.data(), lda = kRows;
+      }
+      // Causal scores: no row of the block sees a key past its last row.
+      const int64_t end = std::min(n0 + kPanel, band == Band::kCausalCols ? std::min(r0 + rows, n) : n);
+      for (int64_t c0 = n0; c0 < end; c0 += 4 * W) {
+        const int64_t nv = std::min<int64_t>(4, (end - c0 + W - 1) / W);
+        if (by_row)
+          block<T, Read::kByRow>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, c + r0 * ldc + c0,
+                                 ldc);
+        else
+          block<T, Read::kByCol>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, c + r0 * ldc + c0,
+                                 ldc);
+      }
     }
-    // Causal scores: no row of the block sees a key past its last row.
-    const int64_t width = band == Band::kCausalCols ? std::min(r0 + rows, n) : n;
-    for (int64_t c0 = 0; c0 < width; c0 += 4 * W) {
-      const int64_t nv = std::min<int64_t>(4, (width - c0 + W - 1) / W);
-      if (by_row)
-        block<T, Read::kByRow>(band, r0, rows, nv, n - c0, k, ab, lda, bp + c0, ldb, alpha, beta, c + r0 * ldc + c0,
-                               ldc);
-      else
-        block<T, Read::kByCol>(band, r0, rows, nv, n - c0, k, ab, lda, bp + c0, ldb, alpha, beta, c + r0 * ldc + c0,
-                               ldc);
-    }
-    if (band == Band::kCausalCols)
-      for (int64_t r = r0; r < r0 + rows; ++r) std::fill(c + r * ldc + std::min(r + 1, n), c + r * ldc + n, T(0));
   }
+  if (band == Band::kCausalCols)
+    for (int64_t r = 0; r < m; ++r) std::fill(c + r * ldc + std::min(r + 1, n), c + r * ldc + n, T(0));
 }
 
 template <typename T>
@@ -246,10 +250,18 @@ void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const d
 }
 
 namespace {
+constexpr int64_t kDepth = 1024;  // terms of the sum per pass of band::gemm
+
 template <typename T>
 void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
                int64_t ldb, T beta, T* c, int64_t ldc) {
   const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
+  if (k > kDepth) {  // chunks of the sum, each adding to C: one chunk of B stays in L2
+    for (int64_t p0 = 0; p0 < k; p0 += kDepth)
+      gemm_impl(ta, tb, m, n, std::min(kDepth, k - p0), alpha, a + p0 * csa, lda, b + (tb ? p0 : p0 * ldb), ldb,
+                p0 == 0 ? beta : T(1), c, ldc);
+    return;
+  }
   if (!tb && n % kW<T> == 0)  // B's rows are whole vectors already: read in place
     return band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc);
   thread_local std::vector<T> packed;

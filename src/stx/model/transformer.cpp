@@ -1,6 +1,7 @@
 #include "stx/model/transformer.h"
 
 #include "stx/core/error.h"
+#include "stx/kernels/tied_projection.h"
 #include "stx/model/init.h"
 
 namespace stx {
@@ -30,8 +31,10 @@ torch::Tensor TransformerImpl::hidden(const torch::Tensor& src, const torch::Ten
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& h) {
   auto& out = output_stack();
-  auto z =
-      out->output_projection ? out->output_projection->forward(h) : torch::matmul(h, out->embed_tokens->weight.t());
+  const auto& E = out->embed_tokens->weight;
+  auto z = out->output_projection         ? out->output_projection->forward(h)
+           : tied_projection_available(h) ? tied_projection(h, E)  // backward on stx's band kernel
+                                          : torch::matmul(h, E.t());
   const double c = cfg_.logit_softcap;  // Gemma 2 soft-capping: z ← c·tanh(z/c)
   return c > 0 ? torch::tanh(z / c) * c : z;
 }

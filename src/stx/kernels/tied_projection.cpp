@@ -1,0 +1,52 @@
+#include "stx/kernels/tied_projection.h"
+
+#include <ATen/Parallel.h>
+
+#include "stx/kernels/band_gemm.h"
+#include "stx/kernels/kernels.h"
+
+namespace stx {
+
+bool tied_projection_available(const torch::Tensor& h) {
+  return h.device().is_cpu() && (h.scalar_type() == torch::kFloat || h.scalar_type() == torch::kDouble) &&
+         kernels() == Kernels::Fused && head_products() == HeadProducts::Band && at::get_num_threads() == 1;
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class TiedProjection : public torch::autograd::Function<TiedProjection> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& E) {
+    const auto h2 = h.reshape({-1, h.size(-1)}).contiguous();
+    const auto e = E.contiguous();
+    ctx->save_for_backward({h2, e});
+    auto sizes = h.sizes().vec();
+    sizes.back() = E.size(0);
+    return torch::mm(h2, e.t()).view(sizes);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    const auto s = ctx->get_saved_variables();
+    const auto &h2 = s[0], &e = s[1];
+    const int64_t N = h2.size(0), d = h2.size(1), V = e.size(0);
+    const auto dz = grad_out[0].reshape({N, V}).contiguous();
+    auto dh = torch::empty({N, d}, h2.options()), dE = torch::empty({V, d}, e.options());
+    AT_DISPATCH_FLOATING_TYPES(h2.scalar_type(), "tied_projection_backward", [&] {
+      using T = scalar_t;
+      band::gemm(false, false, N, d, V, T(1), dz.data_ptr<T>(), V, e.data_ptr<T>(), d, T(0), dh.data_ptr<T>(), d);
+      band::gemm(true, false, V, d, N, T(1), dz.data_ptr<T>(), V, h2.data_ptr<T>(), d, T(0), dE.data_ptr<T>(), d);
+    });
+    auto sizes = grad_out[0].sizes().vec();
+    sizes.back() = d;
+    return {dh.view(sizes), dE};
+  }
+};
+
+}  // namespace
+
+torch::Tensor tied_projection(const torch::Tensor& h, const torch::Tensor& E) { return TiedProjection::apply(h, E); }
+
+}  // namespace stx
