@@ -7,21 +7,20 @@
 // --rounds rounds each.
 //   build/stx_gemm_bench [--rounds N]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "stx/bench/sgemm_rate.h"
 #include "stx/core/runtime.h"
 #include "stx/kernels/band_gemm.h"
 #include "stx/kernels/blas.h"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Shape {
   const char* name;
@@ -32,17 +31,8 @@ struct Shape {
 };
 
 // One round of ≥ 20 ms of calls; best ← the fastest seconds per call so far.
-template <typename F>
-void time_round(int round, double& best, const F& call) {
-  int64_t calls = 0;
-  const auto t0 = Clock::now();
-  double elapsed = 0;
-  do {
-    call();
-    ++calls;
-    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  } while (elapsed < 0.02);
-  const double per = elapsed / static_cast<double>(calls);
+void time_round(int round, double& best, const std::function<void()>& call) {
+  const double per = stx::bench::seconds_per_call(call, 0.02);
   if (round == 0 || per < best) best = per;
 }
 

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -333,6 +334,18 @@ TEST(Kernels, DropoutDeterminismAndThreads) {
   EXPECT_FALSE(torch::equal(r, a)) << "reference kernels use torch::dropout";
 }
 
+// f on one thread, where the layers' products run on the band kernel, and on two, where they run
+// on the BLAS: both paths.
+void on_one_and_two_threads(const std::function<void()>& f) {
+  const int threads = at::get_num_threads();
+  for (int n : {1, 2}) {
+    SCOPED_TRACE(std::to_string(n) + " thread(s)");
+    at::set_num_threads(n);
+    f();
+  }
+  at::set_num_threads(threads);
+}
+
 void whole_model_loss_and_gradients_match() {
   KernelsGuard guard;
   for (auto [arch, scheme, norm] :
@@ -365,16 +378,7 @@ void whole_model_loss_and_gradients_match() {
   }
 }
 
-// On one thread the layers' products run on the band kernel, on two on the BLAS: both paths.
-TEST(Kernels, WholeModelLossAndGradientsMatch) {
-  const int threads = at::get_num_threads();
-  for (int n : {1, 2}) {
-    SCOPED_TRACE(std::to_string(n) + " thread(s)");
-    at::set_num_threads(n);
-    whole_model_loss_and_gradients_match();
-  }
-  at::set_num_threads(threads);
-}
+TEST(Kernels, WholeModelLossAndGradientsMatch) { on_one_and_two_threads(whole_model_loss_and_gradients_match); }
 
 // The fused sub-layers (kernels/fused_sublayer.h) against the same model composed of its modules
 // (kernels = Fused for both: the same attention core and dropout streams), forward and every
@@ -438,16 +442,7 @@ void fused_sublayers_equal_composed() {
       }
 }
 
-// On one thread the layers' products run on the band kernel, on two on the BLAS: both paths.
-TEST(Kernels, FusedSublayersEqualComposed) {
-  const int threads = at::get_num_threads();
-  for (int n : {1, 2}) {
-    SCOPED_TRACE(std::to_string(n) + " thread(s)");
-    at::set_num_threads(n);
-    fused_sublayers_equal_composed();
-  }
-  at::set_num_threads(threads);
-}
+TEST(Kernels, FusedSublayersEqualComposed) { on_one_and_two_threads(fused_sublayers_equal_composed); }
 
 // The fused path is taken where it should be, and the composed one where a scheme or a tap needs it.
 TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {

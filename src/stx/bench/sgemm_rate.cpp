@@ -39,8 +39,22 @@ std::function<void()> gemm_call(const Gemm& g, const torch::Tensor& a, const tor
 }
 
 namespace {
-
 using Clock = std::chrono::steady_clock;
+}  // namespace
+
+double seconds_per_call(const std::function<void()>& call, double seconds) {
+  int64_t calls = 0;
+  const auto t0 = Clock::now();
+  double elapsed = 0;
+  do {
+    call();
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (calls < 2 || elapsed < seconds);
+  return elapsed / static_cast<double>(calls);
+}
+
+namespace {
 
 double time_one(const Gemm& g, const torch::Device& device, torch::ScalarType dtype, double min_seconds) {
   torch::NoGradGuard no_grad;
@@ -55,17 +69,12 @@ double time_one(const Gemm& g, const torch::Device& device, torch::ScalarType dt
   // not one disturbed by a passing load on a shared machine.
   double best = 0;
   const auto start = Clock::now();
+  const auto timed = [&] {
+    call();
+    synchronize(device);
+  };
   for (int round = 0; round < 5 || std::chrono::duration<double>(Clock::now() - start).count() < min_seconds; ++round) {
-    int64_t calls = 0;
-    const auto t0 = Clock::now();
-    double elapsed = 0;
-    do {
-      call();
-      ++calls;
-      synchronize(device);
-      elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    } while (calls < 2 || elapsed < min_seconds / 5);
-    const double per_call = elapsed / static_cast<double>(calls);
+    const double per_call = seconds_per_call(timed, min_seconds / 5);
     if (round == 0 || per_call < best) best = per_call;
     if (round >= 20) break;
   }

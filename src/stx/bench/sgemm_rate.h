@@ -34,6 +34,9 @@ torch::Tensor gemm_operand(int64_t batch, int64_t rows, int64_t cols, bool trans
 // contiguous [batch ×] m × n) — on the CPU in float32 through blas::gemm, else torch::mm / bmm.
 std::function<void()> gemm_call(const Gemm& g, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c);
 
+// Seconds per call of `call` over one round of at least 2 calls and at least `seconds`.
+double seconds_per_call(const std::function<void()>& call, double seconds);
+
 // Each shape: one untimed call, then at least 5 rounds of ≥ 2 calls and ≥ min_seconds/5 each
 // (more rounds until min_seconds have passed, at most 21); its time is the best round's per-call
 // time.
