@@ -1,16 +1,20 @@
-// stx/kernels/band_gemm.h — the attention core's per-head products, computed by stx instead of
-// one BLAS call each. At d_head 16 and 64 tokens a head's product is 64 × 64 × 16: OpenBLAS
-// spends more time packing and dispatching than multiplying (about 70–110 GFLOP/s against
-// 220 on the step's large products), and a causal head needs only the lower triangle of its
-// scores and only the visible keys of its probabilities, which a dense BLAS call computes anyway.
+// stx/kernels/band_gemm.h — stx's own matrix-product kernel for the step's small products. At d64
+// a layer's products are 256 × 192 × 64 and a head's 64 × 64 × 16: a BLAS call copies both
+// operands into its panel layout (12 % of the d64 × 24 step with OpenBLAS) and zeroes C before
+// adding (2 %), and a causal head needs only the lower triangle of its scores and only the
+// visible keys of its probabilities, which a dense BLAS call computes anyway. This kernel reads
+// A where it lies, B too when its rows are whole vectors, writes C once, and skips what a causal
+// band does not need. Used by the attention core (every head), the fused sub-layers (small
+// products on one thread) and the tied output projection's backward; docs/performance.md has
+// the measurements, build/stx_gemm_bench times it product by product.
 //
-//   C[r, 0:n) = α · Σ_{p ∈ band(r)} A(r, p) · B[p, 0:n)
+//   C[r, 0:n) = α · Σ_{p ∈ band(r)} A(r, p) · B[p, 0:n) + β · C[r, 0:n)
 //
 // A(r, p) = a[r·rsa + p·csa] (any strides: A or Aᵀ of a row-major matrix); B's rows, ldb apart,
 // are read as whole vectors, padded_cols(n) elements each: B in place when n is a multiple of the
 // vector width, else packed first (pack_b / pack_bt: zero beyond n); C is row-major with unit
-// column stride. The band says which terms
-// a row needs (r = row of C, causal: key j visible to query i iff j ≤ i):
+// column stride. The band says which terms a row needs (r = row of C, causal: key j visible to
+// query i iff j ≤ i):
 //   kFull       p ∈ [0, k), every column.
 //   kCausalCols p ∈ [0, k), columns j ≤ r only; C[r, j > r] = 0 (the scores Q Kᵀ and dO Vᵀ).
 //   kPUpTo      p ≤ r (P V, dS K: A is zero above its diagonal).
