@@ -143,8 +143,8 @@ TEST(Kernels, AttentionCoreEqualsReference) {
 
 // The band kernel against a plain triple loop, on shapes that are no multiple of its vector width
 // or row block, with A read directly and transposed. Where a band skips terms, A holds the exact
-// zeros the kernel relies on; kCausalCols must also zero C above the diagonal. β = 0 must not read
-// C (it starts as NaN); β ≠ 0 adds β·C.
+// zeros the kernel relies on; kCausalCols must also zero C above the diagonal (kCausalScores may
+// leave anything there: not compared). β = 0 must not read C (it starts as NaN); β ≠ 0 adds β·C.
 template <typename T>
 void check_band_gemm(band::Band b, int64_t m, int64_t n, int64_t k, bool transposed, T beta) {
   const auto dt = std::is_same_v<T, double> ? torch::kDouble : torch::kFloat;
@@ -177,14 +177,17 @@ void check_band_gemm(band::Band b, int64_t m, int64_t n, int64_t k, bool transpo
     const std::string what = "band " + std::to_string(static_cast<int>(b)) + " m" + std::to_string(m) + " n" +
                              std::to_string(n) + " k" + std::to_string(k) + (transposed ? " Aᵀ" : " A") +
                              (via_t ? " pack_bt" : " pack_b") + " beta " + std::to_string(beta);
-    expect_close(C.narrow(1, 0, n), want, std::is_same_v<T, double> ? 1e-12 : 2e-5, what);
+    auto got = C.narrow(1, 0, n);
+    if (b == band::Band::kCausalScores) got = got.masked_fill(torch::arange(n).unsqueeze(0) > i, 0);
+    if (b == band::Band::kCausalScores) want.masked_fill_(torch::arange(n).unsqueeze(0) > i, 0);
+    expect_close(got, want, std::is_same_v<T, double> ? 1e-12 : 2e-5, what);
     EXPECT_TRUE(C.narrow(1, n, 3).eq(99.0).all().template item<bool>()) << what << ": wrote past n";
   }
 }
 
 TEST(Kernels, BandGemmEqualsTripleLoop) {
   using band::Band;
-  for (Band b : {Band::kFull, Band::kCausalCols, Band::kPUpTo, Band::kPFrom})
+  for (Band b : {Band::kFull, Band::kCausalCols, Band::kCausalScores, Band::kPUpTo, Band::kPFrom})
     for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
                                                               {5, 4, 5},
                                                               {13, 37, 21},
@@ -196,7 +199,7 @@ TEST(Kernels, BandGemmEqualsTripleLoop) {
                                                               {300, 300, 16}})
       for (bool t : {false, true})
         for (double beta : {0.0, 0.5}) {
-          if (b == Band::kCausalCols && beta != 0) continue;  // used with β = 0 only
+          if ((b == Band::kCausalCols || b == Band::kCausalScores) && beta != 0) continue;  // used with β = 0 only
           check_band_gemm<float>(b, m, n, k, t, static_cast<float>(beta));
           check_band_gemm<double>(b, m, n, k, t, beta);
         }
@@ -204,9 +207,9 @@ TEST(Kernels, BandGemmEqualsTripleLoop) {
 
 // band::gemm, blas::gemm's signature on the band kernel: every transpose, B read in place (n a
 // multiple of the vector width) or packed, β = 0 (C not read) and β ≠ 0, leading dimensions
-// larger than the matrices.
+// larger than the matrices, with and without a bias row added after α.
 template <typename T>
-void check_band_as_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T beta) {
+void check_band_as_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T beta, bool with_bias) {
   const auto dt = std::is_same_v<T, double> ? torch::kDouble : torch::kFloat;
   torch::manual_seed(m + 7 * n + 13 * k);
   const int64_t pad = 5;  // extra columns in every stored matrix
@@ -217,10 +220,12 @@ void check_band_as_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T bet
   auto C = torch::full({m, n + pad}, beta == T(0) ? std::nan("") : 2.0, dt);
   auto want = torch::matmul(opA.to(torch::kDouble), opB.to(torch::kDouble)) * 0.5;
   if (beta != T(0)) want += beta * 2.0;
+  const auto bias = torch::randn({n}, dt);
+  if (with_bias) want += bias.to(torch::kDouble);
   band::gemm(ta, tb, m, n, k, T(0.5), A.template data_ptr<T>(), A.size(1), Bs.template data_ptr<T>(), Bs.size(1), beta,
-             C.template data_ptr<T>(), n + pad);
+             C.template data_ptr<T>(), n + pad, with_bias ? bias.template data_ptr<T>() : nullptr);
   expect_close(C.narrow(1, 0, n), want.to(dt), std::is_same_v<T, double> ? 1e-12 : 2e-5,
-               fmt::format("gemm ta {} tb {} {}x{}x{} beta {}", ta, tb, m, n, k, beta));
+               fmt::format("gemm ta {} tb {} {}x{}x{} beta {} bias {}", ta, tb, m, n, k, beta, with_bias));
 }
 
 TEST(Kernels, BandGemmAsBlasGemm) {
@@ -233,10 +238,11 @@ TEST(Kernels, BandGemmAsBlasGemm) {
                                                                 // several column panels, chunks of the sum
                                                                 {11, 530, 40},
                                                                 {10, 37, 2100}})
-        for (double beta : {0.0, 0.5}) {
-          check_band_as_gemm<float>(ta, tb, m, n, k, static_cast<float>(beta));
-          check_band_as_gemm<double>(ta, tb, m, n, k, beta);
-        }
+        for (double beta : {0.0, 0.5})
+          for (bool bias : {false, true}) {
+            check_band_as_gemm<float>(ta, tb, m, n, k, static_cast<float>(beta), bias);
+            check_band_as_gemm<double>(ta, tb, m, n, k, beta, bias);
+          }
 }
 
 TEST(Kernels, TiedProjectionEqualsMatmul) {

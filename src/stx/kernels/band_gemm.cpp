@@ -67,12 +67,12 @@ enum class Read { kByRow, kByCol };
 
 // Rows [0, rows) (rows ≤ R) and the NV column vectors at b: C = α Σ_{p ∈ [p0, p1)} A(r, p) B[p, :],
 // the R × NV accumulators in registers. kByRow repeats the last row past `rows` (read, not
-// stored); kByCol needs R readable rows. `cols` bounds what is stored. A function of its own,
-// compiled for each ISA: inlined into band_gemm_impl, GCC 12 gave the loop 8 vector registers and
-// kept three of the 8 × 1 tile's accumulators on the stack — the head's P·V twice as slow.
+// stored); kByCol needs R readable rows. `cols` bounds what is stored; `bias` (null: none) is added after α. Its own
+// function, compiled for each ISA: inlined into band_gemm_impl, GCC 12 gave the loop 8 vector registers and kept three
+// of the 8 × 1 tile's accumulators on the stack — the head's P·V twice as slow.
 template <typename T, int R, int NV, Read How>
 STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, int64_t lda, int64_t p0, int64_t p1,
-                                       const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc) {
+                                       const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc, const T* bias) {
   V<T> acc[R][NV] = {};
   const T* ar[R];
 #pragma GCC unroll 8
@@ -96,6 +96,7 @@ STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, i
       if (r < rows && cols > v * kW<T>) {
         T* cp = c + r * ldc + v * kW<T>;
         V<T> out = alpha * acc[r][v];
+        if (bias) out += load_part(bias + v * kW<T>, cols - v * kW<T>);   // the epilogue: y = x·Wᵀ + b
         if (beta != T(0)) out += beta * load_part(cp, cols - v * kW<T>);  // β = 0: C is not read
         store(cp, out, cols - v * kW<T>);
       }
@@ -117,25 +118,25 @@ Span span(Band band, int64_t r0, int64_t rows, int64_t k) {
 // span) × 3–4 vectors.
 template <typename T, Read How>
 STX_VEC_INLINE void block(Band band, int64_t r0, int64_t rows, int64_t nv, int64_t cols, int64_t k, const T* a,
-                          int64_t lda, const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc) {
+                          int64_t lda, const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc, const T* bias) {
   if (nv <= 2) {
     const Span s = span(band, r0, rows, k);
-    if (nv == 1) tile<T, 8, 1, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc);
-    else tile<T, 8, 2, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc);
+    if (nv == 1) tile<T, 8, 1, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
+    else tile<T, 8, 2, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
     return;
   }
   for (int64_t h = 0; h < rows; h += 4) {
     const int64_t sub = std::min<int64_t>(4, rows - h);
     const Span s = span(band, r0 + h, sub, k);
     const T* ah = How == Read::kByRow ? a + h * lda : a + h;
-    if (nv == 3) tile<T, 4, 3, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc);
-    else tile<T, 4, 4, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc);
+    if (nv == 3) tile<T, 4, 3, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
+    else tile<T, 4, 4, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
   }
 }
 
 template <typename T>
 STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
-                               int64_t csa, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+                               int64_t csa, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias) {
   constexpr int64_t W = kW<T>, kPanel = 256;
   thread_local std::vector<T> packed;  // A(r, p) at [p·kRows + r], rows past the block's zero
   // Panels of kPanel columns: one panel of B (k × kPanel) stays in L2 while every row block
@@ -155,15 +156,16 @@ STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alp
         ab = packed.data(), lda = kRows;
       }
       // Causal scores: no row of the block sees a key past its last row.
-      const int64_t end = std::min(n0 + kPanel, band == Band::kCausalCols ? std::min(r0 + rows, n) : n);
+      const bool causal = band == Band::kCausalCols || band == Band::kCausalScores;
+      const int64_t end = std::min(n0 + kPanel, causal ? std::min(r0 + rows, n) : n);
       for (int64_t c0 = n0; c0 < end; c0 += 4 * W) {
         const int64_t nv = std::min<int64_t>(4, (end - c0 + W - 1) / W);
         if (by_row)
           block<T, Read::kByRow>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, c + r0 * ldc + c0,
-                                 ldc);
+                                 ldc, bias ? bias + c0 : nullptr);
         else
           block<T, Read::kByCol>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, c + r0 * ldc + c0,
-                                 ldc);
+                                 ldc, bias ? bias + c0 : nullptr);
       }
     }
   }
@@ -241,12 +243,12 @@ void pack_bt(int64_t k, int64_t n, const float* src, int64_t lds, float* dst) { 
 void pack_bt(int64_t k, int64_t n, const double* src, int64_t lds, double* dst) { pack_bt_impl(k, n, src, lds, dst); }
 
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t rsa, int64_t csa,
-               const float* bp, int64_t ldb, float beta, float* c, int64_t ldc) {
-  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc);
+               const float* bp, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias) {
+  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc, bias);
 }
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t rsa, int64_t csa,
-               const double* bp, int64_t ldb, double beta, double* c, int64_t ldc) {
-  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc);
+               const double* bp, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias) {
+  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc, bias);
 }
 
 namespace {
@@ -254,32 +256,40 @@ constexpr int64_t kDepth = 1024;  // terms of the sum per pass of band::gemm
 
 template <typename T>
 void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
-               int64_t ldb, T beta, T* c, int64_t ldc) {
+               int64_t ldb, T beta, T* c, int64_t ldc, const T* bias) {
   const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
   if (k > kDepth) {  // chunks of the sum, each adding to C: one chunk of B stays in L2
     for (int64_t p0 = 0; p0 < k; p0 += kDepth)
       gemm_impl(ta, tb, m, n, std::min(kDepth, k - p0), alpha, a + p0 * csa, lda, b + (tb ? p0 : p0 * ldb), ldb,
-                p0 == 0 ? beta : T(1), c, ldc);
+                p0 == 0 ? beta : T(1), c, ldc, p0 == 0 ? bias : nullptr);
     return;
   }
   if (!tb && n % kW<T> == 0)  // B's rows are whole vectors already: read in place
-    return band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc);
+    return band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc, bias);
+  // Else B packed one panel of kPanel columns at a time, the panel's rows contiguous: a panel
+  // cut from a whole packed B has its rows n apart, and at n = 8,000 (the vocabulary) all of
+  // them fall in one set of the L1 cache.
+  constexpr int64_t kPanel = 256;
   thread_local std::vector<T> packed;
-  const int64_t ldp = padded_cols(n, sizeof(T) == 8);
+  const int64_t ldp = padded_cols(std::min(n, kPanel), sizeof(T) == 8);
   if (packed.size() < static_cast<size_t>(k * ldp)) packed.resize(static_cast<size_t>(k * ldp));
-  if (tb) pack_bt(k, n, b, ldb, packed.data());
-  else pack_b(k, n, b, ldb, packed.data());
-  band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, packed.data(), ldp, beta, c, ldc);
+  for (int64_t n0 = 0; n0 < n; n0 += kPanel) {
+    const int64_t w = std::min(kPanel, n - n0);
+    if (tb) pack_bt(k, w, b + n0 * ldb, ldb, packed.data());
+    else pack_b(k, w, b + n0, ldb, packed.data());
+    band_gemm(Band::kFull, m, w, k, alpha, a, rsa, csa, packed.data(), padded_cols(w, sizeof(T) == 8), beta, c + n0,
+              ldc, bias ? bias + n0 : nullptr);
+  }
 }
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
-  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+          int64_t ldb, float beta, float* c, int64_t ldc, const float* bias) {
+  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias) {
+  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
 
 }  // namespace stx::band

@@ -16,7 +16,9 @@
 // column stride. The band says which terms a row needs (r = row of C, causal: key j visible to
 // query i iff j ≤ i):
 //   kFull       p ∈ [0, k), every column.
-//   kCausalCols p ∈ [0, k), columns j ≤ r only; C[r, j > r] = 0 (the scores Q Kᵀ and dO Vᵀ).
+//   kCausalCols p ∈ [0, k), columns j ≤ r only; C[r, j > r] = 0.
+//   kCausalScores  as kCausalCols, but C[r, j > r] is left unspecified (the scores Q Kᵀ and
+//               dO Vᵀ: the softmax and its backward mask those entries themselves).
 //   kPUpTo      p ≤ r (P V, dS K: A is zero above its diagonal).
 //   kPFrom      p ≥ r (Pᵀ dO, dSᵀ Q: A is zero below the diagonal of Aᵀ).
 // kPUpTo and kPFrom compute a block of rows over the union of its rows' bands, so they need the
@@ -27,7 +29,7 @@
 
 namespace stx::band {
 
-enum class Band { kFull, kCausalCols, kPUpTo, kPFrom };
+enum class Band { kFull, kCausalCols, kCausalScores, kPUpTo, kPFrom };
 
 // Elements per packed row of B for n columns: n rounded up to the kernel's vector width.
 int64_t padded_cols(int64_t n, bool is_double);
@@ -42,18 +44,18 @@ void pack_bt(int64_t k, int64_t n, const double* src, int64_t lds, double* dst);
 
 // C [m × n] ← α·(the band's product) + β·C, from A (m × k through rsa, csa) and B (k rows, ldb
 // apart, each readable to padded_cols(n)); β = 0 does not read C. kCausalCols sets C[r, j > r] = 0
-// whatever β.
+// whatever β. `bias` [n] (null: none) is added to every row: C ← α·AB + 1·biasᵀ + β·C.
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t rsa, int64_t csa,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr);
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t rsa, int64_t csa,
-               const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+               const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias = nullptr);
 
 // Row-major C [m × n] = α op(A) op(B) + β C, the signature of blas::gemm, on the band kernel
 // (kFull): A read in place, B too unless transposed or n is no multiple of the vector width
-// (then packed into a per-thread buffer).
+// (then packed, one panel of 256 columns at a time, into a per-thread buffer); `bias` as band_gemm.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc);
+          int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr);
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias = nullptr);
 
 }  // namespace stx::band

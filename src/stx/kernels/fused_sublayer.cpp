@@ -41,38 +41,67 @@ T* ptr(const torch::Tensor& t) {
 
 constexpr int64_t kRowGrain = 16384;  // elements per parallel_for chunk, as residual_norm.cpp
 
-// y [N, out] = x [N, in] · Wᵀ + b (b null: none): the bias is written first and the product added
-// to it, as addmm does.
 // The sub-layer's products: stx's band kernel (band_gemm.h) for small products on one thread,
 // where it skips BLAS's packing of A and its β = 0 pass over C; else BLAS, whose cache blocking
 // and threads win on large ones (docs/performance.md). kernels.h: head_products() switches.
+inline bool on_band(int64_t m, int64_t n, int64_t k) {
+  return head_products() == HeadProducts::Band && at::get_num_threads() == 1 && k <= 256 && m * n * k <= (1 << 24);
+}
+
 template <typename T>
 void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
              int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (head_products() == HeadProducts::Band && at::get_num_threads() == 1 && k <= 256 && m * n * k <= (1 << 24))
-    band::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (on_band(m, n, k)) band::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else blas::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+// y [N, out] = x [N, in] · Wᵀ + b (b null: none). On the band kernel the bias is added as each
+// tile is stored; on BLAS it is written first and the product added to it, as addmm does. The
+// sum is acc + b either way.
 template <typename T>
 void linear_forward(const T* x, int64_t N, int64_t in, const T* W, const T* b, int64_t out, T* y) {
+  if (on_band(N, out, in)) return band::gemm(false, true, N, out, in, T(1), x, in, W, in, T(0), y, out, b);
   if (b)
     for (int64_t n = 0; n < N; ++n) std::copy(b, b + out, y + n * out);
-  product(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
+  blas::gemm(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
 }
 
-// out[j] = Σ_n a[n, j] (· b[n, j] when b is given), accumulated in double.
-template <typename T>
-STX_CLONES void column_sums(const T* a, const T* b, int64_t N, int64_t d, T* out) {
-  std::vector<double> acc(d, 0.0);
+// Column sums of a [N, d], accumulated in double: sum_a[j] = Σ_n a[n, j] and sum_ab[j] = Σ_n a[n, j]·b[n, j]
+// (either null: not computed). Blocks of 32 columns keep their accumulators in registers over
+// all N rows (one pass for both sums); the order of each column's sum is n = 0, 1, … as before.
+template <typename T, bool kA, bool kAB, int64_t C>
+STX_VEC_INLINE void column_block(const T* a, const T* b, int64_t N, int64_t d, T* sum_a, T* sum_ab) {
+  double sa[C] = {}, sab[C] = {};
   for (int64_t n = 0; n < N; ++n) {
-    const T *ar = a + n * d, *br = b ? b + n * d : nullptr;
-    if (br)
-      for (int64_t j = 0; j < d; ++j) acc[j] += static_cast<double>(ar[j] * br[j]);
-    else
-      for (int64_t j = 0; j < d; ++j) acc[j] += static_cast<double>(ar[j]);
+    const T *ar = a + n * d, *br = kAB ? b + n * d : nullptr;
+#pragma GCC unroll 32
+    for (int64_t k = 0; k < C; ++k) {
+      if (kA) sa[k] += static_cast<double>(ar[k]);
+      if (kAB) sab[k] += static_cast<double>(ar[k] * br[k]);
+    }
   }
-  for (int64_t j = 0; j < d; ++j) out[j] = static_cast<T>(acc[j]);
+  for (int64_t k = 0; k < C; ++k) {
+    if (kA) sum_a[k] = static_cast<T>(sa[k]);
+    if (kAB) sum_ab[k] = static_cast<T>(sab[k]);
+  }
+}
+
+template <typename T, bool kA, bool kAB>
+STX_VEC_INLINE void column_sums_of(const T* a, const T* b, int64_t N, int64_t d, T* sum_a, T* sum_ab) {
+  int64_t j = 0;
+  for (; j + 32 <= d; j += 32)
+    column_block<T, kA, kAB, 32>(a + j, kAB ? b + j : nullptr, N, d, kA ? sum_a + j : nullptr,
+                                 kAB ? sum_ab + j : nullptr);
+  for (; j < d; ++j)
+    column_block<T, kA, kAB, 1>(a + j, kAB ? b + j : nullptr, N, d, kA ? sum_a + j : nullptr,
+                                kAB ? sum_ab + j : nullptr);
+}
+
+template <typename T>
+STX_CLONES void column_sums(const T* a, const T* b, int64_t N, int64_t d, T* sum_a, T* sum_ab) {
+  if (sum_a && sum_ab) column_sums_of<T, true, true>(a, b, N, d, sum_a, sum_ab);
+  else if (sum_ab) column_sums_of<T, false, true>(a, b, N, d, sum_a, sum_ab);
+  else if (sum_a) column_sums_of<T, true, false>(a, b, N, d, sum_a, sum_ab);
 }
 
 // The backward of linear_forward for dy [N, out]: dW = dyᵀ x, db = Σ dy (db null: none) and
@@ -81,7 +110,7 @@ template <typename T>
 void linear_backward(const T* dy, const T* x, const T* W, int64_t N, int64_t in, int64_t out, T* dW, T* db, T* dx,
                      T beta) {
   product(true, false, out, in, N, T(1), dy, out, x, in, T(0), dW, in);
-  if (db) column_sums<T>(dy, nullptr, N, out, db);
+  if (db) column_sums<T>(dy, nullptr, N, out, db, nullptr);
   if (dx) product(false, false, N, in, out, T(1), dy, out, W, in, beta, dx, in);
 }
 
@@ -185,8 +214,7 @@ struct Join {
       T* dsp = ds.data_ptr<T>();
       at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d),
                        [&](int64_t lo, int64_t hi) { backward_rows<T>(dyp, sp, rp, wp, dsp, d, lo, hi, centered); });
-      column_sums<T>(dyp, sp, N, d, dw.data_ptr<T>());
-      if (db.defined()) column_sums<T>(dyp, nullptr, N, d, db.data_ptr<T>());
+      column_sums<T>(dyp, sp, N, d, db.defined() ? db.data_ptr<T>() : nullptr, dw.data_ptr<T>());
     });
     return ds;
   }
