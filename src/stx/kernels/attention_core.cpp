@@ -277,26 +277,30 @@ torch::Tensor core_forward(const torch::Tensor& q, const torch::Tensor& k, const
     HeadProductsOf<T> mul;
     // P (and D) is zero above its diagonal when causal, except in a blind row (uniform): then dense.
     auto lower = [&](int64_t head) { return causal && blind_of[head].empty(); };
-    // Without dropout each head goes S → P → out while its scores are in cache.
+    // The dropout mask as torch::dropout draws it after the softmax (same generator calls, same
+    // mask: nothing between draws), here before the heads, so that each head goes S → P → D → out
+    // while its scores are in cache (D = P ∘ mask/(1 − p) in a per-head buffer; a whole-tensor
+    // S * noise was 6 MB written and read back at d64 × 24).
+    const T* np = nullptr;
+    if (p > 0) {
+      noise = torch::empty_like(S).bernoulli_(1 - p);
+      noise.div_(1 - p);
+      np = noise.data_ptr<T>();
+    }
+    std::vector<T> shifted(kp ? Tk : 0), dropped(np ? Tq * Tk : 0);
     each_head(B, heads, [&](int64_t b, int64_t h) {
-      const int64_t head = b * heads + h;
-      T* sh = s + head * Tq * Tk;
-      std::vector<T> shifted(kp ? Tk : 0);
+      const int64_t head = b * heads + h, off = head * Tq * Tk;
+      T* sh = s + off;
       mul.a_bt(causal, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, sh, Tk);  // q_h k_hᵀ/√d_h
       softmax_head<T>(sh, Tq, Tk, causal, kp ? kp + b * Tk : nullptr, bp ? bp + b * Tk : nullptr, shifted.data(),
                       head * Tq, blind_of[head]);
-      if (p == 0) mul.a_b(lower(head), Tq, dh, Tk, T(1), sh, Tk, V.at(b, h), V.ld, O.at(b, h), O.ld);  // P v_h
+      const T* ph = sh;
+      if (np) {
+        for (int64_t j = 0; j < Tq * Tk; ++j) dropped[j] = sh[j] * np[off + j];
+        ph = dropped.data();
+      }
+      mul.a_b(lower(head), Tq, dh, Tk, T(1), ph, Tk, V.at(b, h), V.ld, O.at(b, h), O.ld);  // P v_h, or D v_h
     });
-    if (p > 0) {  // as torch::dropout draws it (same generator calls, same mask), then D v_h
-      noise = torch::empty_like(S).bernoulli_(1 - p);
-      noise.div_(1 - p);
-      const auto D = S * noise;
-      const T* dp = D.data_ptr<T>();
-      each_head(B, heads, [&](int64_t b, int64_t h) {
-        const int64_t head = b * heads + h;
-        mul.a_b(lower(head), Tq, dh, Tk, T(1), dp + head * Tq * Tk, Tk, V.at(b, h), V.ld, O.at(b, h), O.ld);
-      });
-    }
   });
   std::vector<int64_t> blind;
   for (const auto& v : blind_of) blind.insert(blind.end(), v.begin(), v.end());
@@ -335,9 +339,9 @@ void core_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::
     const T* np = noise.defined() ? noise.data_ptr<T>() : nullptr;
     T* ddp = dD.data_ptr<T>();
     HeadProductsOf<T> mul;
+    std::vector<T> dropped(np ? Tq * Tk : 0);  // one head's D = P ∘ mask/(1 − p)
     each_head(B, heads, [&](int64_t b, int64_t h) {
       const int64_t head = b * heads + h, off = head * Tq * Tk, n = Tq * Tk;
-      std::vector<T> dropped(np ? n : 0);  // D = P ∘ mask/(1 − p)
       const T* Dh = pp + off;
       if (np) {
         for (int64_t j = 0; j < n; ++j) dropped[j] = pp[off + j] * np[off + j];

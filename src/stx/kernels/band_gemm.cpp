@@ -70,7 +70,7 @@ enum class Read { kByRow, kByCol };
 // stored); kByCol needs R readable rows. `cols` bounds what is stored; `bias` (null: none) is added after α. Its own
 // function, compiled for each ISA: inlined into band_gemm_impl, GCC 12 gave the loop 8 vector registers and kept three
 // of the 8 × 1 tile's accumulators on the stack — the head's P·V twice as slow.
-template <typename T, int R, int NV, Read How>
+template <typename T, int R, int NV, Read How, bool kBias>
 STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, int64_t lda, int64_t p0, int64_t p1,
                                        const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc, const T* bias) {
   V<T> acc[R][NV] = {};
@@ -96,8 +96,8 @@ STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, i
       if (r < rows && cols > v * kW<T>) {
         T* cp = c + r * ldc + v * kW<T>;
         V<T> out = alpha * acc[r][v];
-        if (bias) out += load_part(bias + v * kW<T>, cols - v * kW<T>);   // the epilogue: y = x·Wᵀ + b
-        if (beta != T(0)) out += beta * load_part(cp, cols - v * kW<T>);  // β = 0: C is not read
+        if constexpr (kBias) out += load_part(bias + v * kW<T>, cols - v * kW<T>);  // y = x·Wᵀ + b
+        if (beta != T(0)) out += beta * load_part(cp, cols - v * kW<T>);            // β = 0: C is not read
         store(cp, out, cols - v * kW<T>);
       }
 }
@@ -116,21 +116,21 @@ Span span(Band band, int64_t r0, int64_t rows, int64_t k) {
 
 // One column tile of a row block: 8 rows × 1–2 vectors, or two 4-row halves (each over its own
 // span) × 3–4 vectors.
-template <typename T, Read How>
+template <typename T, Read How, bool kBias>
 STX_VEC_INLINE void block(Band band, int64_t r0, int64_t rows, int64_t nv, int64_t cols, int64_t k, const T* a,
                           int64_t lda, const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc, const T* bias) {
   if (nv <= 2) {
     const Span s = span(band, r0, rows, k);
-    if (nv == 1) tile<T, 8, 1, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
-    else tile<T, 8, 2, How>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
+    if (nv == 1) tile<T, 8, 1, How, kBias>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
+    else tile<T, 8, 2, How, kBias>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
     return;
   }
   for (int64_t h = 0; h < rows; h += 4) {
     const int64_t sub = std::min<int64_t>(4, rows - h);
     const Span s = span(band, r0 + h, sub, k);
     const T* ah = How == Read::kByRow ? a + h * lda : a + h;
-    if (nv == 3) tile<T, 4, 3, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
-    else tile<T, 4, 4, How>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
+    if (nv == 3) tile<T, 4, 3, How, kBias>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
+    else tile<T, 4, 4, How, kBias>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
   }
 }
 
@@ -160,12 +160,19 @@ STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alp
       const int64_t end = std::min(n0 + kPanel, causal ? std::min(r0 + rows, n) : n);
       for (int64_t c0 = n0; c0 < end; c0 += 4 * W) {
         const int64_t nv = std::min<int64_t>(4, (end - c0 + W - 1) / W);
-        if (by_row)
-          block<T, Read::kByRow>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, c + r0 * ldc + c0,
-                                 ldc, bias ? bias + c0 : nullptr);
+        T* cb = c + r0 * ldc + c0;
+        if (bias && by_row)
+          block<T, Read::kByRow, true>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc,
+                                       bias + c0);
+        else if (bias)
+          block<T, Read::kByCol, true>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc,
+                                       bias + c0);
+        else if (by_row)
+          block<T, Read::kByRow, false>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc,
+                                        nullptr);
         else
-          block<T, Read::kByCol>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, c + r0 * ldc + c0,
-                                 ldc, bias ? bias + c0 : nullptr);
+          block<T, Read::kByCol, false>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc,
+                                        nullptr);
       }
     }
   }
@@ -266,20 +273,12 @@ void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
   }
   if (!tb && n % kW<T> == 0)  // B's rows are whole vectors already: read in place
     return band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc, bias);
-  // Else B packed one panel of kPanel columns at a time, the panel's rows contiguous: a panel
-  // cut from a whole packed B has its rows n apart, and at n = 8,000 (the vocabulary) all of
-  // them fall in one set of the L1 cache.
-  constexpr int64_t kPanel = 256;
   thread_local std::vector<T> packed;
-  const int64_t ldp = padded_cols(std::min(n, kPanel), sizeof(T) == 8);
+  const int64_t ldp = padded_cols(n, sizeof(T) == 8);
   if (packed.size() < static_cast<size_t>(k * ldp)) packed.resize(static_cast<size_t>(k * ldp));
-  for (int64_t n0 = 0; n0 < n; n0 += kPanel) {
-    const int64_t w = std::min(kPanel, n - n0);
-    if (tb) pack_bt(k, w, b + n0 * ldb, ldb, packed.data());
-    else pack_b(k, w, b + n0, ldb, packed.data());
-    band_gemm(Band::kFull, m, w, k, alpha, a, rsa, csa, packed.data(), padded_cols(w, sizeof(T) == 8), beta, c + n0,
-              ldc, bias ? bias + n0 : nullptr);
-  }
+  if (tb) pack_bt(k, n, b, ldb, packed.data());
+  else pack_b(k, n, b, ldb, packed.data());
+  band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, packed.data(), ldp, beta, c, ldc, bias);
 }
 }  // namespace
 

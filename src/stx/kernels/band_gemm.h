@@ -52,7 +52,7 @@ void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const d
 
 // Row-major C [m × n] = α op(A) op(B) + β C, the signature of blas::gemm, on the band kernel
 // (kFull): A read in place, B too unless transposed or n is no multiple of the vector width
-// (then packed, one panel of 256 columns at a time, into a per-thread buffer); `bias` as band_gemm.
+// (then packed into a per-thread buffer); `bias` as band_gemm.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr);
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
