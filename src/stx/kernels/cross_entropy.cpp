@@ -24,8 +24,7 @@ STX_CLONES void forward_rows(const T* l, T* e, const int64_t* y, const T* keep, 
     const T* row = l + n * V;
     T* er = e + n * V;
     const T m = vec::max(row, V);
-    vec::exp_shifted(row, er, V, m);
-    const T sum = vec::sum(er, V);
+    const T sum = vec::exp_shifted_sum(row, er, V, m);
     const T lse = m + std::log(sum);
     s[n] = sum;
     nll[n] = keep[n] * (lse - row[y[n]]);

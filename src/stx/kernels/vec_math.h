@@ -78,4 +78,22 @@ STX_VEC_INLINE void exp_shifted(const T* x, T* out, int64_t n, T m) {  // out ma
   for (int64_t j = 0; j < n; ++j) out[j] = exp(x[j] - m);
 }
 
+// out[j] = exp(x[j] − m), returning Σ out in the same pass: the value and the order of sum(out, n)
+// (16 lanes over whole blocks, then the tail and the lanes), without reading out back.
+template <typename T>
+STX_VEC_INLINE T exp_shifted_sum(const T* x, T* out, int64_t n, T m) {  // out may be x
+  T acc[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int k = 0; k < 16; ++k) {
+      const T e = exp(x[j + k] - m);
+      out[j + k] = e;
+      acc[k] += e;
+    }
+  T s = 0;
+  for (; j < n; ++j) s += out[j] = exp(x[j] - m);
+  for (int k = 0; k < 16; ++k) s += acc[k];
+  return s;
+}
+
 }  // namespace stx::vec
