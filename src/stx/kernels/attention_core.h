@@ -5,11 +5,14 @@
 // and by hand in backward, with dP = dD ∘ (dropout mask)/(1 − p):
 //   dD = dout_h v_hᵀ,  dv_h = Dᵀ dout_h,  dS = P ∘ (dP − rowsum(dP ∘ P)),
 //   dq_h = dS k_h / √d_h,  dk_h = dSᵀ q_h / √d_h.
-// The products go straight to BLAS (one gemm per head, reading the heads in place through the
-// leading dimension: no split, transpose or concat copies, no per-head dispatch); softmax and its
-// backward are row loops over the visible keys only (vec_math.h's exp), head by head while the
-// scores are in cache. The attention-dropout mask is drawn exactly as torch::dropout draws it, so
-// the result equals the reference path (AttentionImpl, kernels = Reference) up to rounding.
+// The products go to stx's band kernel (band_gemm.h: the causal band only) or, with
+// head_products() == Blas, one BLAS gemm per head — either way reading the heads in place through
+// the leading dimension: no split, transpose or concat copies, no per-head dispatch. Softmax and
+// its backward are row loops over the visible keys only (vec_math.h's exp), head by head while
+// the scores are in cache; with dropout, D is formed per head right before D v_h. The
+// attention-dropout mask is drawn exactly as torch::dropout draws it (the same generator calls,
+// made before the heads), so the result equals the reference path (AttentionImpl, kernels =
+// Reference) up to rounding.
 #pragma once
 #include <torch/torch.h>
 
