@@ -8,6 +8,7 @@
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/band_gemm.h"
 #include "stx/kernels/blas.h"
+#include "stx/kernels/column_sums.h"
 #include "stx/kernels/dropout.h"
 #include "stx/kernels/kernels.h"
 #include "stx/kernels/none_tensor.h"
@@ -64,44 +65,6 @@ void linear_forward(const T* x, int64_t N, int64_t in, const T* W, const T* b, i
   if (b)
     for (int64_t n = 0; n < N; ++n) std::copy(b, b + out, y + n * out);
   blas::gemm(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
-}
-
-// Column sums of a [N, d], accumulated in double: sum_a[j] = Σ_n a[n, j] and sum_ab[j] = Σ_n a[n, j]·b[n, j]
-// (either null: not computed). Blocks of 32 columns keep their accumulators in registers over
-// all N rows (one pass for both sums); the order of each column's sum is n = 0, 1, … as before.
-template <typename T, bool kA, bool kAB, int64_t C>
-STX_VEC_INLINE void column_block(const T* a, const T* b, int64_t N, int64_t d, T* sum_a, T* sum_ab) {
-  double sa[C] = {}, sab[C] = {};
-  for (int64_t n = 0; n < N; ++n) {
-    const T *ar = a + n * d, *br = kAB ? b + n * d : nullptr;
-#pragma GCC unroll 32
-    for (int64_t k = 0; k < C; ++k) {
-      if (kA) sa[k] += static_cast<double>(ar[k]);
-      if (kAB) sab[k] += static_cast<double>(ar[k] * br[k]);
-    }
-  }
-  for (int64_t k = 0; k < C; ++k) {
-    if (kA) sum_a[k] = static_cast<T>(sa[k]);
-    if (kAB) sum_ab[k] = static_cast<T>(sab[k]);
-  }
-}
-
-template <typename T, bool kA, bool kAB>
-STX_VEC_INLINE void column_sums_of(const T* a, const T* b, int64_t N, int64_t d, T* sum_a, T* sum_ab) {
-  int64_t j = 0;
-  for (; j + 32 <= d; j += 32)
-    column_block<T, kA, kAB, 32>(a + j, kAB ? b + j : nullptr, N, d, kA ? sum_a + j : nullptr,
-                                 kAB ? sum_ab + j : nullptr);
-  for (; j < d; ++j)
-    column_block<T, kA, kAB, 1>(a + j, kAB ? b + j : nullptr, N, d, kA ? sum_a + j : nullptr,
-                                kAB ? sum_ab + j : nullptr);
-}
-
-template <typename T>
-STX_CLONES void column_sums(const T* a, const T* b, int64_t N, int64_t d, T* sum_a, T* sum_ab) {
-  if (sum_a && sum_ab) column_sums_of<T, true, true>(a, b, N, d, sum_a, sum_ab);
-  else if (sum_ab) column_sums_of<T, false, true>(a, b, N, d, sum_a, sum_ab);
-  else if (sum_a) column_sums_of<T, true, false>(a, b, N, d, sum_a, sum_ab);
 }
 
 // The backward of linear_forward for dy [N, out]: dW = dyᵀ x, db = Σ dy (db null: none) and

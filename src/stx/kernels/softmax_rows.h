@@ -1,0 +1,149 @@
+// stx/kernels/softmax_rows.h — one attention head's softmax over its visible keys, forward and
+// backward, for the attention core (attention_core.cpp): row loops head by head while the scores
+// are in cache, with vec_math.h's exp. A causal row of a 64-key head is 1–64 keys long; rounded up
+// to whole 64-byte vectors, every pass runs without a scalar tail.
+// In an unnamed namespace: each including file gets its own copy (and its own target clones).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "stx/kernels/target_clones.h"
+#include "stx/kernels/vec_math.h"
+
+namespace stx {
+namespace {
+
+// Row i of head (b, h) sees keys j < limit(i) (causal: j ≤ i) that are not padding.
+inline int64_t visible_limit(bool causal, int64_t i, int64_t Tk) { return causal ? std::min(i + 1, Tk) : Tk; }
+
+// Whole-vector row loops: n a multiple of the lanes W, so every pass is W-wide with no scalar
+// tail (a causal row of a 64-key head is 1–64 long: the tails were half the softmax's time).
+template <typename T>
+constexpr int64_t kLanes = 64 / static_cast<int64_t>(sizeof(T));
+
+template <typename T>
+STX_VEC_INLINE T max_whole(const T* x, int64_t n) {
+  constexpr int64_t W = kLanes<T>;
+  T acc[W];
+  for (int64_t k = 0; k < W; ++k) acc[k] = x[k];
+  for (int64_t j = W; j < n; j += W)
+    for (int64_t k = 0; k < W; ++k) acc[k] = acc[k] > x[j + k] ? acc[k] : x[j + k];
+  for (int64_t w = W / 2; w > 0; w /= 2)  // a tree across the lanes, not a serial chain
+    for (int64_t k = 0; k < w; ++k) acc[k] = acc[k] > acc[k + w] ? acc[k] : acc[k + w];
+  return acc[0];
+}
+
+template <typename T>
+STX_VEC_INLINE T dot_whole(const T* x, const T* y, int64_t n) {
+  constexpr int64_t W = kLanes<T>;
+  T acc[W] = {};
+  for (int64_t j = 0; j < n; j += W)
+    for (int64_t k = 0; k < W; ++k) acc[k] += x[j + k] * y[j + k];
+  for (int64_t w = W / 2; w > 0; w /= 2)
+    for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0];
+}
+
+// The visible part [0, L) of a row rounded up to whole vectors, or 0 where that passes Tk.
+template <typename T>
+inline int64_t whole_limit(int64_t L, int64_t Tk) {
+  const int64_t Lp = (L + kLanes<T> - 1) / kLanes<T> * kLanes<T>;
+  return Lp <= Tk ? Lp : 0;
+}
+
+// In place, one head's S [Tq, Tk] → P = softmax over the visible keys (0 elsewhere). Masked
+// scores never enter the exponentials, so the masked half of a causal row costs nothing; this
+// equals the reference's masked_fill(−1e9) + softmax, where exp(−1e9 − max) is exactly 0. A
+// row with no visible key gets the reference's uniform 1/Tk, and its index (row0 + i) goes to
+// `blind` (it passes no gradient). With padding, `keep` [Tk] is 1 at visible keys and 0 at
+// padding, `bias` 0 / −inf alike; `shifted` is scratch of Tk elements.
+template <typename T>
+STX_CLONES void softmax_head(T* S, int64_t Tq, int64_t Tk, bool causal, const T* keep, const T* bias, T* shifted,
+                             int64_t row0, std::vector<int64_t>& blind) {
+  for (int64_t i = 0; i < Tq; ++i) {
+    T* row = S + i * Tk;
+    const int64_t L = visible_limit(causal, i, Tk);
+    const int64_t Lp = keep ? 0 : whole_limit<T>(L, Tk);
+    if (Lp > 0) {  // whole vectors over [0, Lp): the keys in [L, Lp) are −∞ for the max, 0 after exp
+      constexpr int64_t W = kLanes<T>;
+      T* last = row + Lp - W;
+      const int64_t first_hidden = L - (Lp - W);
+      for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : -std::numeric_limits<T>::infinity();
+      const T m = max_whole(row, Lp);
+      if (m == -std::numeric_limits<T>::infinity()) {
+        for (int64_t j = 0; j < Tk; ++j) row[j] = T(1) / T(Tk);
+        blind.push_back(row0 + i);
+        continue;
+      }
+      // The sum in the same pass (reading back the row just stored stalled on store forwarding).
+      // Hidden keys add exp(−87.3 − ·) ≤ 1.2e−38 to a sum ≥ 1 (the max's own term): nothing.
+      T acc[W] = {};
+      for (int64_t j = 0; j < Lp; j += W)
+        for (int64_t k = 0; k < W; ++k) {
+          const T e = vec::exp(row[j + k] - m);
+          row[j + k] = e;
+          acc[k] += e;
+        }
+      for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : T(0);
+      for (int64_t w = W / 2; w > 0; w /= 2)
+        for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+      const T inv = T(1) / acc[0];
+      for (int64_t j = 0; j < Lp; j += W)
+        for (int64_t k = 0; k < W; ++k) row[j + k] *= inv;
+      for (int64_t j = Lp; j < Tk; ++j) row[j] = T(0);
+      continue;
+    }
+    T m;
+    if (keep) {
+      for (int64_t j = 0; j < L; ++j) shifted[j] = row[j] + bias[j];
+      m = vec::max(shifted, L);
+    } else {
+      m = vec::max(row, L);
+    }
+    if (m == -std::numeric_limits<T>::infinity()) {  // nothing visible
+      for (int64_t j = 0; j < Tk; ++j) row[j] = T(1) / T(Tk);
+      blind.push_back(row0 + i);
+      continue;
+    }
+    vec::exp_shifted(row, row, L, m);
+    if (keep)
+      for (int64_t j = 0; j < L; ++j) row[j] *= keep[j];
+    const T inv = T(1) / vec::sum(row, L);
+    for (int64_t j = 0; j < L; ++j) row[j] *= inv;
+    for (int64_t j = L; j < Tk; ++j) row[j] = T(0);
+  }
+}
+
+// In place, one head's dP [Tq, Tk] → dS = P ∘ (dP − Σ_j P_j dP_j) over the visible part of each
+// row; masked entries (P = 0) and the rows listed in blind[lo, hi) (indices relative to row0)
+// get 0.
+template <typename T>
+STX_CLONES void softmax_backward_head(T* dP, const T* P, int64_t Tq, int64_t Tk, bool causal, const int64_t* blind_lo,
+                                      const int64_t* blind_hi, int64_t row0) {
+  for (int64_t i = 0; i < Tq; ++i) {
+    T* g = dP + i * Tk;
+    const T* p = P + i * Tk;
+    const int64_t L = visible_limit(causal, i, Tk), Lp = whole_limit<T>(L, Tk);
+    if (Lp > 0) {  // P is 0 in [L, Lp): so is dS there (g may hold anything there: set to 0 first)
+      constexpr int64_t W = kLanes<T>;
+      T* last = g + Lp - W;
+      const int64_t first_hidden = L - (Lp - W);
+      for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : T(0);
+      const T dot = dot_whole(p, g, Lp);
+      for (int64_t j = 0; j < Lp; j += W)
+        for (int64_t k = 0; k < W; ++k) g[j + k] = p[j + k] * (g[j + k] - dot);
+      for (int64_t j = Lp; j < Tk; ++j) g[j] = T(0);
+      continue;
+    }
+    const T dot = vec::dot(p, g, L);
+    for (int64_t j = 0; j < L; ++j) g[j] = p[j] * (g[j] - dot);
+    for (int64_t j = L; j < Tk; ++j) g[j] = T(0);
+  }
+  for (const int64_t* r = blind_lo; r != blind_hi; ++r)
+    std::fill(dP + (*r - row0) * Tk, dP + (*r - row0 + 1) * Tk, T(0));
+}
+
+}  // namespace
+}  // namespace stx
