@@ -23,7 +23,7 @@ void register_bench(Registry& reg) {
     int threads = 0;
     std::string json;
     bool quiet = false;
-    std::string kernels = "fused", attention = "auto", allocator = "cache", head_products = "band";
+    std::string kernels = "fused", attention = "auto", allocator = "cache", head_products = "band", grads = "direct";
     std::string profile;
   };
   auto o = std::make_shared<Opts>();
@@ -52,6 +52,10 @@ void register_bench(Registry& reg) {
   sub->add_option("--head-products", o->head_products,
                   "band (default: stx's own per-head product kernel, causal band only, kernels/band_gemm.h) or blas "
                   "(one dense BLAS call per product), to measure the difference");
+  sub->add_option("--grads", o->grads,
+                  "direct (default: the fused sub-layers add their weight gradients into .grad(), "
+                  "kernels/direct_grads.h) or autograd (through one AccumulateGrad node per parameter), to measure the "
+                  "difference");
   sub->add_option("--profile", o->profile,
                   "after the timed steps, profile 5 more with LibTorch's profiler into a Chrome trace FILE "
                   "(bench/profile_table.py FILE: time per op)");
@@ -74,6 +78,8 @@ void register_bench(Registry& reg) {
     if (o->head_products != "band" && o->head_products != "blas")
       throw InputError("--head-products " + o->head_products + " is not allowed (band or blas)");
     set_head_products(o->head_products == "blas" ? HeadProducts::Blas : HeadProducts::Band);
+    if (o->grads != "direct" && o->grads != "autograd")
+      throw InputError("--grads " + o->grads + " is not allowed (direct or autograd)");
     set_attention_core(o->attention == "sdpa"  ? AttentionCore::Sdpa
                        : o->attention == "stx" ? AttentionCore::Stx
                                                : AttentionCore::Auto);
@@ -81,6 +87,7 @@ void register_bench(Registry& reg) {
     b.reference_kernels = o->kernels == "reference";
     b.composed_layers = o->kernels == "composed";
     b.system_allocator = o->allocator == "system";
+    b.autograd_grads = o->grads == "autograd";
     b.profile = o->profile;
     b.config = resolve_config(o->cfg.config, o->cfg.overrides);
     auto slash = o->cfg.config.find_last_of('/');

@@ -125,6 +125,8 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   for (auto& p : params) r.parameters += p.second.numel();
   Optimizer opt(params, cfg.train);
   TrainStep step(*model, opt, cfg, device);  // the trainer's step (train/train_step.h)
+  step.set_direct_grads(!o.autograd_grads);
+  r.grads = o.autograd_grads ? "autograd" : "direct";
   const auto batch = make_batch(m, r.batch, r.seq, device);
   r.rss_model_mb = current_rss_mb();
 
@@ -235,6 +237,7 @@ nlohmann::json StepBenchResult::to_json() const {
           {"kernels", kernels},
           {"allocator", allocator},
           {"head_products", head_products},
+          {"grads", grads},
           {"cache_hit_rate", cache_hit_rate},
           {"cache_blocks_returned", cache_returned},
           {"batch", batch},
@@ -270,8 +273,9 @@ std::string StepBenchResult::to_text() const {
   s += fmt::format("shape: {} x {} = {} tokens/step\n", batch, seq, tokens_per_step);
   s += fmt::format("parameters: {}\n", parameters);
   s += fmt::format(
-      "device: {}  threads: {}  activation checkpointing: {}  kernels: {}  allocator: {}  head products: {}\n", device,
-      threads, checkpoint_activations ? "on" : "off", kernels, allocator, head_products);
+      "device: {}  threads: {}  activation checkpointing: {}  kernels: {}  allocator: {}  head products: {}  "
+      "grads: {}\n",
+      device, threads, checkpoint_activations ? "on" : "off", kernels, allocator, head_products, grads);
   if (allocator == "cache")
     s += fmt::format("allocator cache: {:.2f} % of the timed steps' requests served from it, {} blocks returned\n",
                      100 * cache_hit_rate, cache_returned);

@@ -30,6 +30,7 @@ struct StepBenchOptions {
   bool reference_kernels = false;  // LibTorch ops instead of stx's fused kernels (kernels/kernels.h)
   bool composed_layers = false;    // stx's kernels, but layers composed of modules (no fused sub-layers)
   bool system_allocator = false;   // LibTorch's CPU allocator instead of stx's cache (core/cpu_cache.h)
+  bool autograd_grads = false;     // weight gradients through AccumulateGrad, not into .grad() (kernels/direct_grads.h)
 };
 
 struct StepBenchResult {
@@ -37,6 +38,7 @@ struct StepBenchResult {
   std::string kernels = "fused";       // "fused", "composed" or "reference" (kernels/kernels.h)
   std::string allocator = "cache";     // "cache" (core/cpu_cache.h) or "system" (LibTorch's)
   std::string head_products = "band";  // the attention core's per-head products: "band" or "blas" (kernels.h)
+  std::string grads = "direct";        // "direct" (kernels/direct_grads.h) or "autograd"
   double cache_hit_rate = 0;           // the cache's hits / requests over the timed steps (0 for "system")
   int64_t cache_returned = 0;          // blocks it gave back to malloc in the timed steps (end_cpu_cache_step)
   bool checkpoint_activations = false;

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <vector>
 
+#include "stx/kernels/activation_rows.h"
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/band_gemm.h"
 #include "stx/kernels/blas.h"
 #include "stx/kernels/column_sums.h"
+#include "stx/kernels/direct_grads.h"
 #include "stx/kernels/dropout.h"
 #include "stx/kernels/kernels.h"
 #include "stx/kernels/none_tensor.h"
@@ -67,53 +69,12 @@ void linear_forward(const T* x, int64_t N, int64_t in, const T* W, const T* b, i
   blas::gemm(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
 }
 
-// The backward of linear_forward for dy [N, out]: dW = dyᵀ x, db = Σ dy (db null: none) and
-// dx = dy W + beta·dx (dx null: none).
-template <typename T>
-void linear_backward(const T* dy, const T* x, const T* W, int64_t N, int64_t in, int64_t out, T* dW, T* db, T* dx,
-                     T beta) {
-  product(true, false, out, in, N, T(1), dy, out, x, in, T(0), dW, in);
-  if (db) column_sums<T>(dy, nullptr, N, out, db, nullptr);
-  if (dx) product(false, false, N, in, out, T(1), dy, out, W, in, beta, dx, in);
-}
-
-// GELU, erf form: gelu(z) = z·Φ(z), Φ(z) = ½(1 + erf(z/√2)); gelu'(z) = Φ(z) + z·φ(z). float32
-// uses Abramowitz & Stegun 7.1.26 for erf (|error| ≤ 1.5e-7, the formula LibTorch's vectorized
-// erf uses), erf(u) = 1 − t·P(t)·e^{−u²} with t = 1/(1 + p|u|), taking e^{−u²} from the caller;
-// float64 uses libm.
-inline float erf_with_exp(float u, float e) {
-  const float t = 1.0f / (1.0f + 0.3275911f * std::abs(u));
-  const float poly =
-      ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
-  const float r = 1.0f - poly * e;
-  return u < 0 ? -r : r;
-}
-inline double erf_with_exp(double u, double) { return std::erf(u); }
-
-// a = act(z). GELU also overwrites z with gelu'(z) for backward, sharing the one exp(−z²/2) that
-// erf and φ both need (A&S 7.1.26 evaluates erf(z/√2) through it); ReLU leaves z alone (its
-// backward reads a > 0).
-template <typename T>
-STX_CLONES void activation_forward(T* z, T* a, int64_t lo, int64_t hi, bool gelu) {
-  constexpr T kSqrtHalf = T(0.70710678118654752440), kInvSqrt2Pi = T(0.39894228040143267794);
-  if (gelu)
-    for (int64_t i = lo; i < hi; ++i) {
-      const T x = z[i], e = vec::exp(T(-0.5) * x * x), cdf = T(0.5) * (T(1) + erf_with_exp(x * kSqrtHalf, e));
-      a[i] = x * cdf;
-      z[i] = cdf + x * kInvSqrt2Pi * e;
-    }
-  else
-    for (int64_t i = lo; i < hi; ++i) a[i] = z[i] > T(0) ? z[i] : T(0);
-}
-
-// da ← da ∘ act'(z): GELU from the derivative activation_forward left in z, ReLU from a.
-template <typename T>
-STX_CLONES void activation_backward(const T* z, const T* a, T* da, int64_t lo, int64_t hi, bool gelu) {
-  if (gelu)
-    for (int64_t i = lo; i < hi; ++i) da[i] *= z[i];
-  else
-    for (int64_t i = lo; i < hi; ++i) da[i] = a[i] > T(0) ? da[i] : T(0);
-}
+// Where a product's parameter gradients go: `w` empty — new tensors dW, db returned to
+// autograd; else added to the parameters' .grad() (direct_grads.h), W's rows in w.size() equal
+// blocks (q, k, v), b's likewise (b empty: no bias).
+struct GradsInto {
+  std::vector<torch::Tensor> w, b;
+};
 
 // What both sub-layers share: the norm before G (Pre-LN style) or after the join (Post-LN
 // style), the branch's scale and dropout, and their backward.
@@ -165,19 +126,23 @@ struct Join {
     return y;
   }
 
-  // The norm's backward over rows: ds from dy; dw += Σ dy·ŝ, db += Σ dy (db undefined: none).
+  // The norm's backward over rows: ds from dy; dw = Σ dy·ŝ, db = Σ dy (db undefined: none), or
+  // both added to `into` (direct_grads.h; w: the weight's .grad(), b: the bias's, if any).
   static torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
-                                     const torch::Tensor& w, bool centered, torch::Tensor& dw, torch::Tensor& db) {
+                                     const torch::Tensor& w, bool centered, torch::Tensor& dw, torch::Tensor& db,
+                                     const GradsInto& into) {
     const int64_t d = xhat.size(-1), N = xhat.numel() / d;
     auto ds = torch::empty_like(xhat);
-    dw = torch::empty_like(w);
+    const bool direct = !into.w.empty();
+    if (!direct) dw = torch::empty_like(w);
     AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "fused_norm_backward", [&] {
       using T = scalar_t;
       const T *dyp = dy.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *wp = w.data_ptr<T>();
       T* dsp = ds.data_ptr<T>();
       at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d),
                        [&](int64_t lo, int64_t hi) { backward_rows<T>(dyp, sp, rp, wp, dsp, d, lo, hi, centered); });
-      column_sums<T>(dyp, sp, N, d, db.defined() ? db.data_ptr<T>() : nullptr, dw.data_ptr<T>());
+      if (direct) column_sums<T>(dyp, sp, N, d, ptr<T>(into.b.empty() ? db : into.b[0]), ptr<T>(into.w[0]), d, true);
+      else column_sums<T>(dyp, sp, N, d, ptr<T>(db), dw.data_ptr<T>());
     });
     return ds;
   }
@@ -186,13 +151,13 @@ struct Join {
   // style dy), and the Post-LN norm's parameter gradients.
   void branch_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
                        const torch::Tensor& w, torch::Tensor& dg, torch::Tensor& dx, torch::Tensor& dw,
-                       torch::Tensor& db) const {
+                       torch::Tensor& db, const GradsInto& into) const {
     if (j.pre) {
       dg = dy.clone();
       dx = dy.clone();
       if (j.branch_scale != 1.0) dg.mul_(j.branch_scale);
     } else {
-      dg = norm_backward(dy, xhat, rstd, w, j.centered, dw, db);
+      dg = norm_backward(dy, xhat, rstd, w, j.centered, dw, db, into);
       dx = j.alpha == 1.0 ? dg.clone() : dg * j.alpha;
     }
     if (j.dropout > 0) dropout_apply_(dg, seed, j.dropout);
@@ -201,10 +166,11 @@ struct Join {
   // Pre-LN style: dx += N'(s·dh) and the norm's parameter gradients. (Post-LN style: G's input
   // gradient went straight into dx.)
   void input_backward(const torch::Tensor& dh, const torch::Tensor& xhat, const torch::Tensor& rstd,
-                      const torch::Tensor& w, torch::Tensor& dx, torch::Tensor& dw, torch::Tensor& db) const {
+                      const torch::Tensor& w, torch::Tensor& dx, torch::Tensor& dw, torch::Tensor& db,
+                      const GradsInto& into) const {
     if (!j.pre) return;
     auto scaled = j.norm_scale == 1.0 ? dh : dh * j.norm_scale;
-    dx.add_(norm_backward(scaled, xhat, rstd, w, j.centered, dw, db));
+    dx.add_(norm_backward(scaled, xhat, rstd, w, j.centered, dw, db, into));
   }
 
   void save(AutogradContext* ctx) const {
@@ -240,19 +206,56 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& W, const torch
   return y;
 }
 
-// Gradients of y = linear(x): dW (and db when b was given) as new tensors; dx = dy·W written
-// to `dx` (beta 0) or added to it (beta 1); dx undefined: not computed.
+// Gradients of y = linear(x) for dy [N, out]: dW = dyᵀ x and db = Σ dy (when has_bias) as new
+// tensors or added to `into`; dx = dy·W written to `dx` (beta 0) or added to it (beta 1); dx
+// undefined: not computed.
 void linear_grad(const torch::Tensor& dy, const torch::Tensor& x, const torch::Tensor& W, bool has_bias,
-                 torch::Tensor& dW, torch::Tensor& db, torch::Tensor* dx, bool accumulate) {
+                 torch::Tensor& dW, torch::Tensor& db, torch::Tensor* dx, bool accumulate, const GradsInto& into) {
   const int64_t in = W.size(1), out = W.size(0), N = x.numel() / in;
-  dW = torch::empty_like(W);
-  if (has_bias) db = torch::empty({out}, W.options());
+  const bool direct = !into.w.empty();
+  if (!direct) dW = torch::empty_like(W);
+  if (!direct && has_bias) db = torch::empty({out}, W.options());
   if (dx && !accumulate) *dx = torch::empty({N, in}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_linear_backward", [&] {
     using T = scalar_t;
-    linear_backward<T>(dy.data_ptr<T>(), x.data_ptr<T>(), W.data_ptr<T>(), N, in, out, dW.data_ptr<T>(), ptr<T>(db),
-                       dx ? dx->data_ptr<T>() : nullptr, accumulate ? T(1) : T(0));
+    const T *dyp = dy.data_ptr<T>(), *xp = x.data_ptr<T>();
+    if (direct) {  // g += dyᵀ x block by block (β = 1), g_b += Σ dy
+      const auto parts = static_cast<int64_t>(into.w.size());
+      const int64_t rows = out / parts;
+      for (int64_t i = 0; i < parts; ++i) {
+        product(true, false, rows, in, N, T(1), dyp + i * rows, out, xp, in, T(1), into.w[i].data_ptr<T>(), in);
+        if (has_bias) column_sums<T>(dyp + i * rows, nullptr, N, rows, into.b[i].data_ptr<T>(), nullptr, out, true);
+      }
+    } else {
+      product(true, false, out, in, N, T(1), dyp, out, xp, in, T(0), dW.data_ptr<T>(), in);
+      if (has_bias) column_sums<T>(dyp, nullptr, N, out, db.data_ptr<T>(), nullptr);
+    }
+    if (dx)
+      product(false, false, N, in, out, T(1), dyp, out, W.data_ptr<T>(), in, accumulate ? T(1) : T(0),
+              dx->data_ptr<T>(), in);
   });
+}
+
+// The direct targets (direct_grads.h) across the node: saved with pack_none, read back as they were.
+void save_direct(AutogradContext* ctx, const DirectGrads& direct) {
+  if (!direct.on()) return;
+  std::vector<torch::Tensor> g;
+  for (const auto& t : direct.g) g.push_back(pack_none(t));
+  ctx->saved_data["direct"] = g;
+}
+std::vector<torch::Tensor> load_direct(AutogradContext* ctx) {
+  std::vector<torch::Tensor> g;
+  if (auto it = ctx->saved_data.find("direct"); it != ctx->saved_data.end())
+    for (const auto& t : it->second.toTensorVector()) g.push_back(unpack_none(t));
+  return g;
+}
+GradsInto into(const std::vector<torch::Tensor>& g, std::initializer_list<size_t> w, std::initializer_list<size_t> b) {
+  GradsInto r;
+  if (g.empty()) return r;
+  for (size_t i : w) r.w.push_back(g[i]);
+  for (size_t i : b)
+    if (g[i].defined()) r.b.push_back(g[i]);
+  return r;
 }
 
 class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
@@ -260,7 +263,7 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor key_pad, torch::Tensor norm_w,
                                torch::Tensor norm_b, torch::Tensor wq, torch::Tensor wk, torch::Tensor wv,
                                torch::Tensor bq, torch::Tensor bk, torch::Tensor bv, torch::Tensor wo, torch::Tensor bo,
-                               int64_t heads, bool causal, double p_attn, FusedJoin fj) {
+                               int64_t heads, bool causal, double p_attn, FusedJoin fj, DirectGrads direct) {
     x = x.contiguous();
     key_pad = unpack_none(key_pad), norm_b = unpack_none(norm_b), bo = unpack_none(bo);
     const bool has_bias = unpack_none(bq).defined();
@@ -285,11 +288,14 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     ctx->saved_data["has_bo"] = bo.defined();
     ctx->saved_data["has_norm_b"] = norm_b.defined();
     join.save(ctx);
+    save_direct(ctx, direct);
     return {y};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
+    const auto g = load_direct(ctx);  // norm_w, norm_b, wq, wk, wv, bq, bk, bv, wo, bo
+    const GradsInto gn = into(g, {0}, {1}), gqkv = into(g, {2, 3, 4}, {5, 6, 7}), go = into(g, {8}, {9});
     const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4], &norm_w = s[5];
     const auto xhat = unpack_none(s[6]), rstd = unpack_none(s[7]);
     const AttentionCoreSaved core{s[8], unpack_none(s[9]), ctx->saved_data["blind"].toTensor()};
@@ -298,22 +304,24 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     const int64_t d = o.size(-1);
     auto dy = grad[0].contiguous();
     torch::Tensor dg, dx, dnw, dnb, dwo, dbo, dW, db;
-    if (ctx->saved_data["has_norm_b"].toBool()) dnb = torch::empty_like(norm_w);
-    join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb);
+    if (ctx->saved_data["has_norm_b"].toBool() && g.empty()) dnb = torch::empty_like(norm_w);
+    join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb, gn);
     torch::Tensor d_o;
-    linear_grad(dg, o, wo, ctx->saved_data["has_bo"].toBool(), dwo, dbo, &d_o, false);
+    linear_grad(dg, o, wo, ctx->saved_data["has_bo"].toBool(), dwo, dbo, &d_o, false, go);
     auto dqkv = attention_core_packed_backward(qkv, core, ctx->saved_data["heads"].toInt(),
                                                ctx->saved_data["causal"].toBool(), d_o.view(o.sizes()));
     if (join.j.pre) {
       torch::Tensor dh;
-      linear_grad(dqkv, h, W, has_bias, dW, db, &dh, false);
-      join.input_backward(dh.view_as(dx), xhat, rstd, norm_w, dx, dnw, dnb);
+      linear_grad(dqkv, h, W, has_bias, dW, db, &dh, false, gqkv);
+      join.input_backward(dh.view_as(dx), xhat, rstd, norm_w, dx, dnw, dnb, gn);
     } else {
-      linear_grad(dqkv, h, W, has_bias, dW, db, &dx, true);
+      linear_grad(dqkv, h, W, has_bias, dW, db, &dx, true, gqkv);
     }
-    auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
     const torch::Tensor none;
-    return {dx, none, dnw, dnb, dWs[0], dWs[1], dWs[2], dbs[0], dbs[1], dbs[2], dwo, dbo, none, none, none, none};
+    if (!g.empty())
+      return {dx, none, none, none, none, none, none, none, none, none, none, none, none, none, none, none, none};
+    auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
+    return {dx, none, dnw, dnb, dWs[0], dWs[1], dWs[2], dbs[0], dbs[1], dbs[2], dwo, dbo, none, none, none, none, none};
   }
 };
 
@@ -321,7 +329,7 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
  public:
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor norm_w, torch::Tensor norm_b,
                                torch::Tensor w1, torch::Tensor b1, torch::Tensor w2, torch::Tensor b2, bool gelu,
-                               FusedJoin fj) {
+                               FusedJoin fj, DirectGrads direct) {
     x = x.contiguous(), w1 = w1.contiguous(), w2 = w2.contiguous();
     norm_b = unpack_none(norm_b), b1 = unpack_none(b1), b2 = unpack_none(b2);
     Join join{fj};
@@ -343,20 +351,23 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     ctx->saved_data["has_b2"] = b2.defined();
     ctx->saved_data["has_norm_b"] = norm_b.defined();
     join.save(ctx);
+    save_direct(ctx, direct);
     return {y};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
+    const auto g = load_direct(ctx);  // norm_w, norm_b, w1, b1, w2, b2
+    const GradsInto gn = into(g, {0}, {1}), g1 = into(g, {2}, {3}), g2 = into(g, {4}, {5});
     const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4], &norm_w = s[5];
     const auto xhat = unpack_none(s[6]), rstd = unpack_none(s[7]);
     const Join join = Join::load(ctx);
     const bool gelu = ctx->saved_data["gelu"].toBool();
     auto dy = grad[0].contiguous();
     torch::Tensor dg, dx, dnw, dnb, dw1, db1, dw2, db2, da;
-    if (ctx->saved_data["has_norm_b"].toBool()) dnb = torch::empty_like(norm_w);
-    join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb);
-    linear_grad(dg, a, w2, ctx->saved_data["has_b2"].toBool(), dw2, db2, &da, false);
+    if (ctx->saved_data["has_norm_b"].toBool() && g.empty()) dnb = torch::empty_like(norm_w);
+    join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb, gn);
+    linear_grad(dg, a, w2, ctx->saved_data["has_b2"].toBool(), dw2, db2, &da, false, g2);
     AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation_backward", [&] {
       using T = scalar_t;
       const T *zp = z.data_ptr<T>(), *ap = a.data_ptr<T>();
@@ -367,13 +378,13 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     const bool has_b1 = ctx->saved_data["has_b1"].toBool();
     if (join.j.pre) {
       torch::Tensor dh;
-      linear_grad(da, h, w1, has_b1, dw1, db1, &dh, false);
-      join.input_backward(dh.view_as(dx), xhat, rstd, norm_w, dx, dnw, dnb);
+      linear_grad(da, h, w1, has_b1, dw1, db1, &dh, false, g1);
+      join.input_backward(dh.view_as(dx), xhat, rstd, norm_w, dx, dnw, dnb, gn);
     } else {
-      linear_grad(da, h, w1, has_b1, dw1, db1, &dx, true);
+      linear_grad(da, h, w1, has_b1, dw1, db1, &dx, true, g1);
     }
     const torch::Tensor none;
-    return {dx, dnw, dnb, dw1, db1, dw2, db2, none, none};
+    return {dx, dnw, dnb, dw1, db1, dw2, db2, none, none, none};  // all but dx undefined when direct
   }
 };
 
@@ -384,15 +395,19 @@ torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tens
                                        const torch::Tensor& norm_b, const torch::Tensor& wq, const torch::Tensor& wk,
                                        const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
                                        const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo) {
-  return AttentionSublayer::apply(x, pack_none(key_pad), norm_w, pack_none(norm_b), wq, wk, wv, pack_none(bq),
-                                  pack_none(bk), pack_none(bv), wo, pack_none(bo), heads, causal, attention_dropout,
-                                  join)[0];
+  DirectGrads direct{direct_grad_targets(x, {norm_w, norm_b, wq, wk, wv, bq, bk, bv, wo, bo})};
+  const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
+  return AttentionSublayer::apply(x, pack_none(key_pad), in(norm_w), in(norm_b), in(wq), in(wk), in(wv), in(bq), in(bk),
+                                  in(bv), in(wo), in(bo), heads, causal, attention_dropout, join, std::move(direct))[0];
 }
 
 torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const torch::Tensor& norm_w,
                                  const torch::Tensor& norm_b, const torch::Tensor& w1, const torch::Tensor& b1,
                                  const torch::Tensor& w2, const torch::Tensor& b2) {
-  return FFNSublayer::apply(x, norm_w, pack_none(norm_b), w1, pack_none(b1), w2, pack_none(b2), gelu, join)[0];
+  DirectGrads direct{direct_grad_targets(x, {norm_w, norm_b, w1, b1, w2, b2})};
+  const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
+  return FFNSublayer::apply(x, in(norm_w), in(norm_b), in(w1), in(b1), in(w2), in(b2), gelu, join,
+                            std::move(direct))[0];
 }
 
 #else  // no BLAS: fused_sublayer_available() is false

@@ -3,6 +3,7 @@
 
 #include "stx/core/cpu_cache.h"
 #include "stx/core/device.h"
+#include "stx/kernels/direct_grads.h"
 #include "stx/probe/diagnostics.h"
 
 namespace stx {
@@ -16,6 +17,7 @@ void TrainStep::begin() {
 LossSums TrainStep::forward(const Batch& b) {
   auto on = [&](const torch::Tensor& x) { return x.defined() ? x.to(device_) : x; };
   AutocastScope autocast(device_);  // bf16 on CUDA
+  DirectGradsScope direct(direct_grads_);
   auto logits = model_.forward(on(b.src), on(b.tgt_in));
   auto sums = label_smoothed_loss(logits, on(b.tgt_out), cfg_.train.label_smoothing, cfg_.model.pad_id);
   if (cfg_.train.z_loss > 0)

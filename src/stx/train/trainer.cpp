@@ -205,6 +205,7 @@ void Trainer::restore() {
     for (auto& p : model_->named_parameters())
       if (p.value().requires_grad()) ps.emplace_back(p.key(), p.value());
     sync_ = std::make_unique<parallel::GradSync>(*world_, std::move(ps), cfg_.train.bucket_mb);
+    step_->set_direct_grads(false);  // the Reducer hooks each parameter's AccumulateGrad
     if (main() && !o_.quiet)
       std::cerr << fmt::format(
           "data parallel: {} processes, {} batches of ≤ {} tokens per update, {} gradient bucket(s), "

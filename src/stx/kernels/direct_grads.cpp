@@ -1,0 +1,33 @@
+// stx/kernels/direct_grads.cpp — see direct_grads.h.
+#include "stx/kernels/direct_grads.h"
+
+namespace stx {
+namespace {
+thread_local bool t_direct = false;  // autograd records a node on the thread that runs its forward
+}
+
+DirectGradsScope::DirectGradsScope(bool on) : previous_(t_direct) { t_direct = on; }
+DirectGradsScope::~DirectGradsScope() { t_direct = previous_; }
+
+bool direct_grads_on() { return t_direct; }
+
+std::vector<torch::Tensor> direct_grad_targets(const torch::Tensor& x, std::initializer_list<torch::Tensor> params) {
+  if (!t_direct || !torch::GradMode::is_enabled() || !x.requires_grad()) return {};
+  std::vector<torch::Tensor> out;
+  out.reserve(params.size());
+  for (const auto& p : params) {
+    if (!p.defined()) {
+      out.emplace_back();
+      continue;
+    }
+    if (!p.is_leaf() || !p.requires_grad()) return {};  // σReparam's W/σ, a frozen parameter
+    const auto& g = p.grad();
+    if (!g.defined() || g.layout() != torch::kStrided || !g.is_contiguous() || g.scalar_type() != p.scalar_type() ||
+        g.device() != p.device() || g.sizes() != p.sizes())
+      return {};
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace stx
