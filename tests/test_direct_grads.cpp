@@ -81,36 +81,54 @@ Transformer tiny_model(Scheme scheme, NormKind norm, bool sigma, torch::Dtype dt
   return model;
 }
 
-std::vector<torch::Tensor> random_grads(Transformer& model) {
+std::vector<torch::Tensor> random_grads(Transformer& model, bool zero = false) {
   std::vector<torch::Tensor> g;
-  for (auto& p : model->parameters()) g.push_back(torch::randn_like(p));
+  for (auto& p : model->parameters()) g.push_back(zero ? torch::zeros_like(p) : torch::randn_like(p));
   return g;
 }
 
-// Every fused sub-layer of an eligible model writes its 10 + 6 parameters' gradients itself: the
-// sums equal autograd's to the last bit on one thread (β = 1 adds the product to .grad() in the
-// order AccumulateGrad's add_ does), and within the fused path's tolerance on two (BLAS).
+// The gradients of two passes: bit-equal, except the token embedding's when .grad() held
+// something before (`accumulated`): autograd adds the tied projection's and the lookup's sum to
+// it at once, g + (dE_tied + dE_emb), the direct path one after the other, (g + dE_tied) + dE_emb.
+void expect_same(const Pass& on, const Pass& off, Transformer& model, bool accumulated, double tol) {
+  const auto names = model->named_parameters().keys();
+  for (size_t i = 0; i < off.grads.size(); ++i) {
+    if (accumulated && names[i].find("embed_tokens") != std::string::npos)
+      test::expect_close(on.grads[i], off.grads[i], tol, names[i]);
+    else EXPECT_TRUE(torch::equal(on.grads[i], off.grads[i])) << names[i];
+  }
+}
+
+// Every fused sub-layer of an eligible model writes its 10 + 6 parameters' gradients itself, the
+// token embedding and the tied projection theirs: the sums equal autograd's to the last bit on
+// one thread (β = 1 adds the product to .grad() as AccumulateGrad's add_ does), from a zeroed
+// .grad() (the optimizer's zero_grad) and from one holding gradients already (the embedding
+// then within rounding, expect_same); on two threads (BLAS) within the fused path's tolerance.
 TEST(DirectGrads, EqualAutogradsAccumulation) {
   const int threads = at::get_num_threads();
   for (int t : {1, 2}) {
     at::set_num_threads(t);
-    for (auto dt : {torch::kDouble, torch::kFloat})
-      for (auto [scheme, norm] : {std::pair{Scheme::Post, NormKind::LayerNorm}, {Scheme::Pre, NormKind::RMSNorm},
-                                  {Scheme::DeepNorm, NormKind::LayerNorm}}) {
-        SCOPED_TRACE(to_string(scheme) + "/" + to_string(norm) + (dt == torch::kDouble ? " float64" : " float32") +
-                     " threads " + std::to_string(t));
-        auto model = tiny_model(scheme, norm, false, dt);
-        const auto tgt = test::tokens(3, 7, 11, 2);
-        const auto start = random_grads(model);
-        const Pass off = run(model, tgt, start, false), on = run(model, tgt, start, true);
-        const size_t per_layer = norm == NormKind::LayerNorm ? 16 : 14;  // RMSNorm: no norm biases
-        EXPECT_EQ(on.nodes, off.nodes - 3 * per_layer);
-        const auto names = model->named_parameters().keys();
-        for (size_t i = 0; i < off.grads.size(); ++i) {
-          if (t == 1) EXPECT_TRUE(torch::equal(on.grads[i], off.grads[i])) << names[i];
-          else test::expect_close(on.grads[i], off.grads[i], dt == torch::kDouble ? 1e-12 : 2e-5, names[i]);
+    for (bool zero : {true, false})
+      for (auto dt : {torch::kDouble, torch::kFloat})
+        for (auto [scheme, norm] : {std::pair{Scheme::Post, NormKind::LayerNorm},
+                                    {Scheme::Pre, NormKind::RMSNorm},
+                                    {Scheme::DeepNorm, NormKind::LayerNorm}}) {
+          SCOPED_TRACE(to_string(scheme) + "/" + to_string(norm) + (dt == torch::kDouble ? " float64" : " float32") +
+                       " threads " + std::to_string(t) + (zero ? " from zero" : " accumulating"));
+          auto model = tiny_model(scheme, norm, false, dt);
+          const auto tgt = test::tokens(3, 7, 11, 2);
+          const auto start = random_grads(model, zero);
+          const Pass off = run(model, tgt, start, false), on = run(model, tgt, start, true);
+          const size_t per_layer = norm == NormKind::LayerNorm ? 16 : 14;  // RMSNorm: no norm biases
+          EXPECT_EQ(on.nodes, off.nodes - 3 * per_layer);
+          const double tol = dt == torch::kDouble ? 1e-12 : 2e-5;
+          if (t == 1) {
+            expect_same(on, off, model, !zero, tol);
+            continue;
+          }
+          const auto names = model->named_parameters().keys();
+          for (size_t i = 0; i < off.grads.size(); ++i) test::expect_close(on.grads[i], off.grads[i], tol, names[i]);
         }
-      }
   }
   at::set_num_threads(threads);
 }
@@ -124,7 +142,7 @@ TEST(DirectGrads, FallsBackWhereAParameterCannotTakeIt) {
     const auto start = random_grads(model);
     const Pass off = run(model, tgt, start, false), on = run(model, tgt, start, true);
     EXPECT_EQ(on.nodes, off.nodes) << "σReparam";
-    for (size_t i = 0; i < off.grads.size(); ++i) EXPECT_TRUE(torch::equal(on.grads[i], off.grads[i]));
+    expect_same(on, off, model, true, 1e-12);
   }
   auto model = tiny_model(Scheme::Post, NormKind::LayerNorm, false, torch::kDouble);
   const std::vector<torch::Tensor> none(model->parameters().size());
@@ -141,7 +159,7 @@ TEST(DirectGrads, FallsBackWhereAParameterCannotTakeIt) {
   model->parameters()[i_frozen].set_requires_grad(false);
   const Pass off2 = run(model, tgt, start, false), on2 = run(model, tgt, start, true);
   EXPECT_EQ(on2.nodes, off2.nodes - 2 * 16 - 10) << "layer 1's FFN keeps its nodes";
-  for (size_t i = 0; i < off2.grads.size(); ++i) EXPECT_TRUE(torch::equal(on2.grads[i], off2.grads[i]));
+  expect_same(on2, off2, model, true, 1e-12);
   EXPECT_TRUE(torch::equal(on2.grads[i_frozen], start[i_frozen])) << "a frozen parameter's .grad() is left alone";
 }
 

@@ -4,6 +4,7 @@
 // of BLAS's packed copies (at d64 with 8,000 words: 0.74× and 0.88× OpenBLAS's time,
 // build/stx_gemm_bench). The forward stays on the BLAS, which is faster there (h Eᵀ would need E
 // transposed every step). Equals torch::matmul(h, E.t()) up to rounding (tests/test_kernels.cpp).
+// Under a DirectGradsScope (direct_grads.h) dE is added into E.grad() by the product (β = 1).
 #pragma once
 #include <torch/torch.h>
 

@@ -3,7 +3,10 @@
 #include <cmath>
 
 #include "stx/core/error.h"
+#include "stx/kernels/direct_grads.h"
 #include "stx/kernels/dropout.h"
+#include "stx/kernels/embedding_rows.h"
+#include "stx/kernels/kernels.h"
 
 namespace stx {
 
@@ -33,8 +36,17 @@ torch::Tensor Embedder::operator()(const torch::Tensor& tokens, const torch::Ten
   if (offset + T > max_len_)
     throw InputError("sequence length " + std::to_string(offset + T) +
                      " exceeds model.max_len = " + std::to_string(max_len_));
-  auto x = torch::embedding(E, tokens);
-  if (scale_ != 1.0) x = x * scale_;
+  torch::Tensor x;
+  const auto g = kernels() == Kernels::Fused && E.device().is_cpu() &&
+                         (E.scalar_type() == torch::kFloat || E.scalar_type() == torch::kDouble)
+                     ? direct_grad_targets(E, {E})
+                     : std::vector<torch::Tensor>{};
+  if (!g.empty()) {
+    x = embedding_rows(E, tokens, scale_, g[0]);  // E.grad() + Σ s·dx per token (kernels/embedding_rows.h)
+  } else {
+    x = torch::embedding(E, tokens);
+    if (scale_ != 1.0) x = x * scale_;
+  }
   if (positions_ == Positions::Learned) x = x + P.index({Slice(offset, offset + T)});
   if (positions_ == Positions::Sinusoidal) {
     if (sinusoid_.device() != x.device() || sinusoid_.scalar_type() != x.scalar_type())
