@@ -6,9 +6,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "stx/kernels/target_clones.h"
@@ -25,42 +23,6 @@ inline int64_t visible_limit(bool causal, int64_t i, int64_t Tk) { return causal
 template <typename T>
 constexpr int64_t kLanes = 64 / static_cast<int64_t>(sizeof(T));
 
-// A tree across the lanes, not a serial chain: acc[k] ⊕ acc[k + w] for w = W/2, …, 1, lane 0 the
-// result. GCC: in one vector register by halving shuffles (a row is 1–4 vectors long, and these
-// reductions were spilled to the stack and read back lane by lane: a store-forwarding chain
-// that was most of a short row's time); the same operations in the same order.
-#if defined(__GNUC__) && !defined(__clang__)
-typedef float SoftmaxVF __attribute__((vector_size(64)));
-typedef double SoftmaxVD __attribute__((vector_size(64)));
-typedef int32_t SoftmaxVI32 __attribute__((vector_size(64)));
-typedef int64_t SoftmaxVI64 __attribute__((vector_size(64)));
-template <typename T, bool kMax>
-STX_VEC_INLINE T lane_tree(const T* acc) {
-  using V = std::conditional_t<sizeof(T) == 4, SoftmaxVF, SoftmaxVD>;
-  using I = std::conditional_t<sizeof(T) == 4, SoftmaxVI32, SoftmaxVI64>;
-  constexpr int64_t W = kLanes<T>;
-  V v;
-  std::memcpy(&v, acc, sizeof v);
-#pragma GCC unroll 4
-  for (int64_t w = W / 2; w > 0; w /= 2) {
-    I idx;
-    for (int64_t k = 0; k < W; ++k)
-      idx[k] = static_cast<typename std::remove_reference_t<decltype(idx[0])>>((k + w) % W);
-    const V u = __builtin_shuffle(v, idx);
-    if constexpr (kMax) v = v > u ? v : u;
-    else v = v + u;
-  }
-  return v[0];
-}
-#else
-template <typename T, bool kMax>
-STX_VEC_INLINE T lane_tree(T* acc) {
-  for (int64_t w = kLanes<T> / 2; w > 0; w /= 2)
-    for (int64_t k = 0; k < w; ++k) acc[k] = kMax ? (acc[k] > acc[k + w] ? acc[k] : acc[k + w]) : acc[k] + acc[k + w];
-  return acc[0];
-}
-#endif
-
 template <typename T>
 STX_VEC_INLINE T max_whole(const T* x, int64_t n) {
   constexpr int64_t W = kLanes<T>;
@@ -68,7 +30,9 @@ STX_VEC_INLINE T max_whole(const T* x, int64_t n) {
   for (int64_t k = 0; k < W; ++k) acc[k] = x[k];
   for (int64_t j = W; j < n; j += W)
     for (int64_t k = 0; k < W; ++k) acc[k] = acc[k] > x[j + k] ? acc[k] : x[j + k];
-  return lane_tree<T, true>(acc);
+  for (int64_t w = W / 2; w > 0; w /= 2)  // a tree across the lanes, not a serial chain
+    for (int64_t k = 0; k < w; ++k) acc[k] = acc[k] > acc[k + w] ? acc[k] : acc[k + w];
+  return acc[0];
 }
 
 template <typename T>
@@ -77,7 +41,9 @@ STX_VEC_INLINE T dot_whole(const T* x, const T* y, int64_t n) {
   T acc[W] = {};
   for (int64_t j = 0; j < n; j += W)
     for (int64_t k = 0; k < W; ++k) acc[k] += x[j + k] * y[j + k];
-  return lane_tree<T, false>(acc);
+  for (int64_t w = W / 2; w > 0; w /= 2)
+    for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0];
 }
 
 // The visible part [0, L) of a row rounded up to whole vectors, or 0 where that passes Tk.
@@ -121,7 +87,9 @@ STX_CLONES void softmax_head(T* S, int64_t Tq, int64_t Tk, bool causal, const T*
           acc[k] += e;
         }
       for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : T(0);
-      const T inv = T(1) / lane_tree<T, false>(acc);
+      for (int64_t w = W / 2; w > 0; w /= 2)
+        for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+      const T inv = T(1) / acc[0];
       for (int64_t j = 0; j < Lp; j += W)
         for (int64_t k = 0; k < W; ++k) row[j + k] *= inv;
       for (int64_t j = Lp; j < Tk; ++j) row[j] = T(0);
