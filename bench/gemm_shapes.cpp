@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "rounds_arg.h"
+
 #include "stx/bench/sgemm_rate.h"
 #include "stx/core/runtime.h"
 #include "stx/kernels/band_gemm.h"
@@ -39,15 +41,7 @@ void time_round(int round, double& best, const std::function<void()>& call) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 7;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
-      rounds = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "stx_gemm_bench: unknown or bad argument '%s' (allowed: --rounds N, N ≥ 1)\n", argv[i]);
-      return 2;
-    }
-  }
+  const int rounds = rounds_from_args(argc, argv, "stx_gemm_bench", 7);
   stx::set_threads(1);
   using stx::band::Band;
   const std::vector<Shape> shapes = {

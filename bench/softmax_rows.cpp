@@ -8,20 +8,14 @@
 #include <random>
 #include <vector>
 
+#include "rounds_arg.h"
+
 #include "stx/bench/sgemm_rate.h"
 #include "stx/core/runtime.h"
 #include "stx/kernels/softmax_rows.h"
 
 int main(int argc, char** argv) {
-  int rounds = 7;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
-      rounds = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "stx_softmax_bench: unknown or bad argument '%s' (allowed: --rounds N, N ≥ 1)\n", argv[i]);
-      return 2;
-    }
-  }
+  const int rounds = rounds_from_args(argc, argv, "stx_softmax_bench", 7);
   stx::set_threads(1);
   constexpr int64_t T = 64, H = 4 * 4 * 24;
   std::vector<float> scores(H * T * T), S(H * T * T), dP(H * T * T), G(H * T * T), shifted(T);
