@@ -53,6 +53,52 @@ inline int64_t whole_limit(int64_t L, int64_t Tk) {
   return Lp <= Tk ? Lp : 0;
 }
 
+// Rows r of a causal head with whole-vector parts [0, Lp[r]) (keys in [L[r], Lp[r]) hidden), R at
+// once: their max, exp and sum chains are independent, so that the CPU can run one row's
+// reductions while it computes the other's exponentials. False, with nothing but hidden keys
+// changed, when a row sees no key (the caller then takes the rows one by one).
+template <typename T, int R>
+STX_VEC_INLINE bool softmax_whole_rows(T* const (&row)[R], const int64_t (&L)[R], const int64_t (&Lp)[R], int64_t Tk) {
+  constexpr int64_t W = kLanes<T>;
+  T m[R];
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r) {
+    T* last = row[r] + Lp[r] - W;
+    const int64_t first_hidden = L[r] - (Lp[r] - W);
+    for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : -std::numeric_limits<T>::infinity();
+  }
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r) m[r] = max_whole(row[r], Lp[r]);
+  for (int r = 0; r < R; ++r)
+    if (m[r] == -std::numeric_limits<T>::infinity()) return false;
+  T acc[R][W] = {};
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r)
+    for (int64_t j = 0; j < Lp[r]; j += W)
+      for (int64_t k = 0; k < W; ++k) {
+        const T e = vec::exp(row[r][j + k] - m[r]);
+        row[r][j + k] = e;
+        acc[r][k] += e;
+      }
+  T inv[R];
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r) {
+    T* last = row[r] + Lp[r] - W;
+    const int64_t first_hidden = L[r] - (Lp[r] - W);
+    for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : T(0);
+    for (int64_t w = W / 2; w > 0; w /= 2)
+      for (int64_t k = 0; k < w; ++k) acc[r][k] += acc[r][k + w];
+    inv[r] = T(1) / acc[r][0];
+  }
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r) {
+    for (int64_t j = 0; j < Lp[r]; j += W)
+      for (int64_t k = 0; k < W; ++k) row[r][j + k] *= inv[r];
+    for (int64_t j = Lp[r]; j < Tk; ++j) row[r][j] = T(0);
+  }
+  return true;
+}
+
 // In place, one head's S [Tq, Tk] → P = softmax over the visible keys (0 elsewhere). Masked
 // scores never enter the exponentials, so the masked half of a causal row costs nothing; this
 // equals the reference's masked_fill(−1e9) + softmax, where exp(−1e9 − max) is exactly 0. A
@@ -66,6 +112,13 @@ STX_CLONES void softmax_head(T* S, int64_t Tq, int64_t Tk, bool causal, const T*
     T* row = S + i * Tk;
     const int64_t L = visible_limit(causal, i, Tk);
     const int64_t Lp = keep ? 0 : whole_limit<T>(L, Tk);
+    if (Lp > 0 && i + 1 < Tq) {  // two rows at once where both are whole vectors
+      const int64_t L1 = visible_limit(causal, i + 1, Tk), Lp1 = whole_limit<T>(L1, Tk);
+      if (Lp1 > 0 && softmax_whole_rows<T, 2>({row, row + Tk}, {L, L1}, {Lp, Lp1}, Tk)) {
+        ++i;
+        continue;
+      }
+    }
     if (Lp > 0) {  // whole vectors over [0, Lp): the keys in [L, Lp) are −∞ for the max, 0 after exp
       constexpr int64_t W = kLanes<T>;
       T* last = row + Lp - W;
@@ -127,14 +180,30 @@ STX_CLONES void softmax_backward_head(T* dP, const T* P, int64_t Tq, int64_t Tk,
     const T* p = P + i * Tk;
     const int64_t L = visible_limit(causal, i, Tk), Lp = whole_limit<T>(L, Tk);
     if (Lp > 0) {  // P is 0 in [L, Lp): so is dS there (g may hold anything there: set to 0 first)
+      // Two rows at once where the next is whole vectors too (independent dot-product chains).
+      const int64_t L1 = i + 1 < Tq ? visible_limit(causal, i + 1, Tk) : 0;
+      const int64_t Lp1 = i + 1 < Tq ? whole_limit<T>(L1, Tk) : 0;
+      const int R = Lp1 > 0 ? 2 : 1;
+      T* const gs[2] = {g, g + Tk};
+      const T* const ps[2] = {p, p + Tk};
+      const int64_t Ls[2] = {L, L1}, Lps[2] = {Lp, Lp1};
       constexpr int64_t W = kLanes<T>;
-      T* last = g + Lp - W;
-      const int64_t first_hidden = L - (Lp - W);
-      for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : T(0);
-      const T dot = dot_whole(p, g, Lp);
-      for (int64_t j = 0; j < Lp; j += W)
-        for (int64_t k = 0; k < W; ++k) g[j + k] = p[j + k] * (g[j + k] - dot);
-      for (int64_t j = Lp; j < Tk; ++j) g[j] = T(0);
+      T dot[2] = {};
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) {
+        T* last = gs[r] + Lps[r] - W;
+        const int64_t first_hidden = Ls[r] - (Lps[r] - W);
+        for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : T(0);
+      }
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) dot[r] = dot_whole(ps[r], gs[r], Lps[r]);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) {
+        for (int64_t j = 0; j < Lps[r]; j += W)
+          for (int64_t k = 0; k < W; ++k) gs[r][j + k] = ps[r][j + k] * (gs[r][j + k] - dot[r]);
+        for (int64_t j = Lps[r]; j < Tk; ++j) gs[r][j] = T(0);
+      }
+      i += R - 1;
       continue;
     }
     const T dot = vec::dot(p, g, L);
