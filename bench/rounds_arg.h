@@ -1,5 +1,5 @@
 // bench/rounds_arg.h — the one argument of the kernel benchmarks (stx_gemm_bench,
-// stx_softmax_bench): --rounds N, N ≥ 1. Anything else: one line on stderr and exit code 2.
+// stx_rows_bench): --rounds N, N ≥ 1. Anything else: one line on stderr and exit code 2.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
