@@ -15,75 +15,29 @@ namespace stx {
 namespace {
 
 // The row loops for a width D known at compile time (0: the runtime d). At d64 a row is four
-// vectors: with D fixed the passes have no loop tails and the row stays in registers. R rows at
-// a time: each row's sums are a latency chain (sum → mean → dot → √ → 1/x), and R independent
-// chains side by side let the CPU overlap them; every row's arithmetic and its order are the
-// same for any R.
-template <typename T, int64_t D, int R>
-STX_VEC_INLINE void forward_rows_block(const T* x, const T* g, T* xhat, T* rstd, T* y, const T* w, const T* b,
-                                       int64_t d, int64_t n, T alpha, T eps, bool centered) {
-  T* s[R];
-#pragma GCC unroll 2
-  for (int q = 0; q < R; ++q) {
-    const T *xr = x + (n + q) * d, *gr = g ? g + (n + q) * d : nullptr;
-    s[q] = xhat + (n + q) * d;
-    if (g)
-      for (int64_t j = 0; j < d; ++j) s[q][j] = alpha * xr[j] + gr[j];
-    else
-      for (int64_t j = 0; j < d; ++j) s[q][j] = xr[j];
-  }
-  if (centered) {
-    T mean[R];
-#pragma GCC unroll 2
-    for (int q = 0; q < R; ++q) mean[q] = vec::sum(s[q], d) / T(d);
-#pragma GCC unroll 2
-    for (int q = 0; q < R; ++q)
-      for (int64_t j = 0; j < d; ++j) s[q][j] -= mean[q];
-  }
-  T r[R];
-#pragma GCC unroll 2
-  for (int q = 0; q < R; ++q) r[q] = T(1) / std::sqrt(vec::dot(s[q], s[q], d) / T(d) + eps);
-#pragma GCC unroll 2
-  for (int q = 0; q < R; ++q) {
-    rstd[n + q] = r[q];
-    T* yr = y + (n + q) * d;
-    for (int64_t j = 0; j < d; ++j) {
-      s[q][j] *= r[q];
-      yr[j] = b ? s[q][j] * w[j] + b[j] : s[q][j] * w[j];
-    }
-  }
-}
-
+// vectors: with D fixed the passes have no loop tails and the row stays in registers.
 template <typename T, int64_t D>
 STX_VEC_INLINE void forward_rows_of(const T* x, const T* g, T* xhat, T* rstd, T* y, const T* w, const T* b,
                                     int64_t d_runtime, int64_t lo, int64_t hi, T alpha, T eps, bool centered) {
   const int64_t d = D > 0 ? D : d_runtime;
-  int64_t n = lo;
-  for (; n + 2 <= hi; n += 2) forward_rows_block<T, D, 2>(x, g, xhat, rstd, y, w, b, d, n, alpha, eps, centered);
-  if (n < hi) forward_rows_block<T, D, 1>(x, g, xhat, rstd, y, w, b, d, n, alpha, eps, centered);
-}
-
-template <typename T, int64_t D, int R>
-STX_VEC_INLINE void backward_rows_block(const T* dy, const T* xhat, const T* rstd, const T* w, T* ds, int64_t d,
-                                        int64_t n, bool centered) {
-  T mu[R], mux[R];
-#pragma GCC unroll 2
-  for (int q = 0; q < R; ++q) {
-    const T* dyr = dy + (n + q) * d;
-    T* o = ds + (n + q) * d;
-    for (int64_t j = 0; j < d; ++j) o[j] = dyr[j] * w[j];  // u
-  }
-#pragma GCC unroll 2
-  for (int q = 0; q < R; ++q) {
-    const T* o = ds + (n + q) * d;
-    mu[q] = centered ? vec::sum(o, d) / T(d) : T(0);
-    mux[q] = vec::dot(o, xhat + (n + q) * d, d) / T(d);
-  }
-#pragma GCC unroll 2
-  for (int q = 0; q < R; ++q) {
-    const T *xr = xhat + (n + q) * d, r = rstd[n + q];
-    T* o = ds + (n + q) * d;
-    for (int64_t j = 0; j < d; ++j) o[j] = r * (o[j] - mu[q] - xr[j] * mux[q]);
+  for (int64_t n = lo; n < hi; ++n) {
+    const T *xr = x + n * d, *gr = g ? g + n * d : nullptr;
+    T* s = xhat + n * d;
+    if (g)
+      for (int64_t j = 0; j < d; ++j) s[j] = alpha * xr[j] + gr[j];
+    else
+      for (int64_t j = 0; j < d; ++j) s[j] = xr[j];
+    if (centered) {
+      const T mean = vec::sum(s, d) / T(d);
+      for (int64_t j = 0; j < d; ++j) s[j] -= mean;
+    }
+    const T r = T(1) / std::sqrt(vec::dot(s, s, d) / T(d) + eps);
+    rstd[n] = r;
+    T* yr = y + n * d;
+    for (int64_t j = 0; j < d; ++j) {
+      s[j] *= r;
+      yr[j] = b ? s[j] * w[j] + b[j] : s[j] * w[j];
+    }
   }
 }
 
@@ -91,9 +45,13 @@ template <typename T, int64_t D>
 STX_VEC_INLINE void backward_rows_of(const T* dy, const T* xhat, const T* rstd, const T* w, T* ds, int64_t d_runtime,
                                      int64_t lo, int64_t hi, bool centered) {
   const int64_t d = D > 0 ? D : d_runtime;
-  int64_t n = lo;
-  for (; n + 2 <= hi; n += 2) backward_rows_block<T, D, 2>(dy, xhat, rstd, w, ds, d, n, centered);
-  if (n < hi) backward_rows_block<T, D, 1>(dy, xhat, rstd, w, ds, d, n, centered);
+  for (int64_t n = lo; n < hi; ++n) {
+    const T *dyr = dy + n * d, *xr = xhat + n * d;
+    T* o = ds + n * d;
+    for (int64_t j = 0; j < d; ++j) o[j] = dyr[j] * w[j];  // u
+    const T mu = centered ? vec::sum(o, d) / T(d) : T(0), mux = vec::dot(o, xr, d) / T(d), r = rstd[n];
+    for (int64_t j = 0; j < d; ++j) o[j] = r * (o[j] - mu - xr[j] * mux);
+  }
 }
 
 // Rows [lo, hi): s = αx + g (g null: s = x), ŝ (stored in xhat), r and y = ŝ·w + b (b null: none).
