@@ -67,11 +67,10 @@ enum class Read { kByRow, kByCol };
 
 // Rows [0, rows) (rows ≤ R) and the NV column vectors at b: C = α Σ_{p ∈ [p0, p1)} A(r, p) B[p, :],
 // the R × NV accumulators in registers. kByRow repeats the last row past `rows` (read, not
-// stored); kByCol needs R readable rows. `cols` bounds what is stored. The epilogue kEpi: bit 0 adds
-// `bias` after α, bit 1 stores max(·, 0) of the result (the FFN's ReLU, as its own pass computes it). Its own
+// stored); kByCol needs R readable rows. `cols` bounds what is stored; `bias` (null: none) is added after α. Its own
 // function, compiled for each ISA: inlined into band_gemm_impl, GCC 12 gave the loop 8 vector registers and kept three
 // of the 8 × 1 tile's accumulators on the stack — the head's P·V twice as slow.
-template <typename T, int R, int NV, Read How, int kEpi>
+template <typename T, int R, int NV, Read How, bool kBias>
 STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, int64_t lda, int64_t p0, int64_t p1,
                                        const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc, const T* bias) {
   V<T> acc[R][NV] = {};
@@ -97,9 +96,8 @@ STX_CLONES [[gnu::noinline]] void tile(int64_t rows, int64_t cols, const T* a, i
       if (r < rows && cols > v * kW<T>) {
         T* cp = c + r * ldc + v * kW<T>;
         V<T> out = alpha * acc[r][v];
-        if constexpr ((kEpi & 1) != 0) out += load_part(bias + v * kW<T>, cols - v * kW<T>);  // y = x·Wᵀ + b
-        if (beta != T(0)) out += beta * load_part(cp, cols - v * kW<T>);                      // β = 0: C is not read
-        if constexpr ((kEpi & 2) != 0) out = out > T(0) ? out : V<T>{};                       // relu(z) = z > 0 ? z : 0
+        if constexpr (kBias) out += load_part(bias + v * kW<T>, cols - v * kW<T>);  // y = x·Wᵀ + b
+        if (beta != T(0)) out += beta * load_part(cp, cols - v * kW<T>);            // β = 0: C is not read
         store(cp, out, cols - v * kW<T>);
       }
 }
@@ -118,28 +116,27 @@ Span span(Band band, int64_t r0, int64_t rows, int64_t k) {
 
 // One column tile of a row block: 8 rows × 1–2 vectors, or two 4-row halves (each over its own
 // span) × 3–4 vectors.
-template <typename T, Read How, int kEpi>
+template <typename T, Read How, bool kBias>
 STX_VEC_INLINE void block(Band band, int64_t r0, int64_t rows, int64_t nv, int64_t cols, int64_t k, const T* a,
                           int64_t lda, const T* b, int64_t ldb, T alpha, T beta, T* c, int64_t ldc, const T* bias) {
   if (nv <= 2) {
     const Span s = span(band, r0, rows, k);
-    if (nv == 1) tile<T, 8, 1, How, kEpi>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
-    else tile<T, 8, 2, How, kEpi>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
+    if (nv == 1) tile<T, 8, 1, How, kBias>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
+    else tile<T, 8, 2, How, kBias>(rows, cols, a, lda, s.p0, s.p1, b, ldb, alpha, beta, c, ldc, bias);
     return;
   }
   for (int64_t h = 0; h < rows; h += 4) {
     const int64_t sub = std::min<int64_t>(4, rows - h);
     const Span s = span(band, r0 + h, sub, k);
     const T* ah = How == Read::kByRow ? a + h * lda : a + h;
-    if (nv == 3) tile<T, 4, 3, How, kEpi>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
-    else tile<T, 4, 4, How, kEpi>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
+    if (nv == 3) tile<T, 4, 3, How, kBias>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
+    else tile<T, 4, 4, How, kBias>(sub, cols, ah, lda, s.p0, s.p1, b, ldb, alpha, beta, c + h * ldc, ldc, bias);
   }
 }
 
 template <typename T>
 STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
-                               int64_t csa, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias,
-                               bool relu) {
+                               int64_t csa, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, const T* bias) {
   constexpr int64_t W = kW<T>, kPanel = 256;
   thread_local std::vector<T> packed;  // A(r, p) at [p·kRows + r], rows past the block's zero
   // Panels of kPanel columns: one panel of B (k × kPanel) stays in L2 while every row block
@@ -164,20 +161,18 @@ STX_CLONES void band_gemm_impl(Band band, int64_t m, int64_t n, int64_t k, T alp
       for (int64_t c0 = n0; c0 < end; c0 += 4 * W) {
         const int64_t nv = std::min<int64_t>(4, (end - c0 + W - 1) / W);
         T* cb = c + r0 * ldc + c0;
-        const T* bc = bias ? bias + c0 : nullptr;
-        const auto run = [&](auto epi) {
-          constexpr int kEpi = decltype(epi)::value;
-          if (by_row)
-            block<T, Read::kByRow, kEpi>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc, bc);
-          else
-            block<T, Read::kByCol, kEpi>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc, bc);
-        };
-        switch ((bias ? 1 : 0) | (relu ? 2 : 0)) {
-          case 0: run(std::integral_constant<int, 0>{}); break;
-          case 1: run(std::integral_constant<int, 1>{}); break;
-          case 2: run(std::integral_constant<int, 2>{}); break;
-          default: run(std::integral_constant<int, 3>{}); break;
-        }
+        if (bias && by_row)
+          block<T, Read::kByRow, true>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc,
+                                       bias + c0);
+        else if (bias)
+          block<T, Read::kByCol, true>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc,
+                                       bias + c0);
+        else if (by_row)
+          block<T, Read::kByRow, false>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc,
+                                        nullptr);
+        else
+          block<T, Read::kByCol, false>(band, r0, rows, nv, n - c0, k, ab, lda, b + c0, ldb, alpha, beta, cb, ldc,
+                                        nullptr);
       }
     }
   }
@@ -255,12 +250,12 @@ void pack_bt(int64_t k, int64_t n, const float* src, int64_t lds, float* dst) { 
 void pack_bt(int64_t k, int64_t n, const double* src, int64_t lds, double* dst) { pack_bt_impl(k, n, src, lds, dst); }
 
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t rsa, int64_t csa,
-               const float* bp, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, bool relu) {
-  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc, bias, relu);
+               const float* bp, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias) {
+  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc, bias);
 }
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t rsa, int64_t csa,
-               const double* bp, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias, bool relu) {
-  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc, bias, relu);
+               const double* bp, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias) {
+  band_gemm_impl(band, m, n, k, alpha, a, rsa, csa, bp, ldb, beta, c, ldc, bias);
 }
 
 namespace {
@@ -268,32 +263,32 @@ constexpr int64_t kDepth = 1024;  // terms of the sum per pass of band::gemm
 
 template <typename T>
 void gemm_impl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
-               int64_t ldb, T beta, T* c, int64_t ldc, const T* bias, bool relu) {
+               int64_t ldb, T beta, T* c, int64_t ldc, const T* bias) {
   const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
-  if (k > kDepth) {  // chunks of the sum, each adding to C: one chunk of B stays in L2; ReLU on the last
+  if (k > kDepth) {  // chunks of the sum, each adding to C: one chunk of B stays in L2
     for (int64_t p0 = 0; p0 < k; p0 += kDepth)
       gemm_impl(ta, tb, m, n, std::min(kDepth, k - p0), alpha, a + p0 * csa, lda, b + (tb ? p0 : p0 * ldb), ldb,
-                p0 == 0 ? beta : T(1), c, ldc, p0 == 0 ? bias : nullptr, relu && p0 + kDepth >= k);
+                p0 == 0 ? beta : T(1), c, ldc, p0 == 0 ? bias : nullptr);
     return;
   }
   if (!tb && n % kW<T> == 0)  // B's rows are whole vectors already: read in place
-    return band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc, bias, relu);
+    return band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, b, ldb, beta, c, ldc, bias);
   thread_local std::vector<T> packed;
   const int64_t ldp = padded_cols(n, sizeof(T) == 8);
   if (packed.size() < static_cast<size_t>(k * ldp)) packed.resize(static_cast<size_t>(k * ldp));
   if (tb) pack_bt(k, n, b, ldb, packed.data());
   else pack_b(k, n, b, ldb, packed.data());
-  band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, packed.data(), ldp, beta, c, ldc, bias, relu);
+  band_gemm(Band::kFull, m, n, k, alpha, a, rsa, csa, packed.data(), ldp, beta, c, ldc, bias);
 }
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, bool relu) {
-  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, relu);
+          int64_t ldb, float beta, float* c, int64_t ldc, const float* bias) {
+  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias, bool relu) {
-  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, relu);
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias) {
+  gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
 
 }  // namespace stx::band

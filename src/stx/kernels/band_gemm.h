@@ -44,22 +44,18 @@ void pack_bt(int64_t k, int64_t n, const double* src, int64_t lds, double* dst);
 
 // C [m × n] ← α·(the band's product) + β·C, from A (m × k through rsa, csa) and B (k rows, ldb
 // apart, each readable to padded_cols(n)); β = 0 does not read C. kCausalCols sets C[r, j > r] = 0
-// whatever β. `bias` [n] (null: none) is added to every row: C ← α·AB + 1·biasᵀ + β·C; `relu`
-// stores max(that, 0) instead (the FFN's first product and its ReLU in one pass).
+// whatever β. `bias` [n] (null: none) is added to every row: C ← α·AB + 1·biasᵀ + β·C.
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t rsa, int64_t csa,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr,
-               bool relu = false);
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr);
 void band_gemm(Band band, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t rsa, int64_t csa,
-               const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias = nullptr,
-               bool relu = false);
+               const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias = nullptr);
 
 // Row-major C [m × n] = α op(A) op(B) + β C, the signature of blas::gemm, on the band kernel
 // (kFull): A read in place, B too unless transposed or n is no multiple of the vector width
-// (then packed into a per-thread buffer); `bias` and `relu` as band_gemm.
+// (then packed into a per-thread buffer); `bias` as band_gemm.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr, bool relu = false);
+          int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr);
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias = nullptr,
-          bool relu = false);
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc, const double* bias = nullptr);
 
 }  // namespace stx::band

@@ -62,8 +62,8 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T
 // tile is stored; on BLAS it is written first and the product added to it, as addmm does. The
 // sum is acc + b either way.
 template <typename T>
-void linear_forward(const T* x, int64_t N, int64_t in, const T* W, const T* b, int64_t out, T* y, bool relu) {
-  if (on_band(N, out, in)) return band::gemm(false, true, N, out, in, T(1), x, in, W, in, T(0), y, out, b, relu);
+void linear_forward(const T* x, int64_t N, int64_t in, const T* W, const T* b, int64_t out, T* y) {
+  if (on_band(N, out, in)) return band::gemm(false, true, N, out, in, T(1), x, in, W, in, T(0), y, out, b);
   if (b)
     for (int64_t n = 0; n < N; ++n) std::copy(b, b + out, y + n * out);
   blas::gemm(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
@@ -196,15 +196,12 @@ struct Join {
 };
 
 // y = linear(x) over [N, in] rows, as a new [N, out] tensor.
-// relu: max(y, 0) instead, stored by the band kernel's tiles (the FFN's z is then never
-// written); undefined where the product would run on BLAS.
-torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& W, const torch::Tensor& b, bool relu = false) {
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& W, const torch::Tensor& b) {
   const int64_t in = W.size(1), out = W.size(0), N = x.numel() / in;
-  if (relu && !on_band(N, out, in)) return {};
   auto y = torch::empty({N, out}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_linear", [&] {
     using T = scalar_t;
-    linear_forward<T>(x.data_ptr<T>(), N, in, W.data_ptr<T>(), ptr<T>(b), out, y.data_ptr<T>(), relu);
+    linear_forward<T>(x.data_ptr<T>(), N, in, W.data_ptr<T>(), ptr<T>(b), out, y.data_ptr<T>());
   });
   return y;
 }
@@ -338,20 +335,17 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     Join join{fj};
     torch::Tensor xhat, rstd;
     auto h = join.before(x, norm_w, norm_b, xhat, rstd);
-    torch::Tensor z, a = gelu ? torch::Tensor() : linear(h, w1, b1, /*relu=*/true);  // ReLU in the product's store
-    if (!a.defined()) {
-      z = linear(h, w1, b1);  // [N, d_ff]; after the activation, GELU's derivative
-      a = torch::empty_like(z);
-      AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation", [&] {
-        using T = scalar_t;
-        T *zp = z.data_ptr<T>(), *ap = a.data_ptr<T>();
-        at::parallel_for(0, z.numel(), kRowGrain,
-                         [&](int64_t lo, int64_t hi) { activation_forward<T>(zp, ap, lo, hi, gelu); });
-      });
-    }
+    auto z = linear(h, w1, b1);  // [N, d_ff]; after the activation, GELU's derivative
+    auto a = torch::empty_like(z);
+    AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation", [&] {
+      using T = scalar_t;
+      T *zp = z.data_ptr<T>(), *ap = a.data_ptr<T>();
+      at::parallel_for(0, z.numel(), kRowGrain,
+                       [&](int64_t lo, int64_t hi) { activation_forward<T>(zp, ap, lo, hi, gelu); });
+    });
     auto g = linear(a, w2, b2).view(x.sizes());
     auto y = join.after(x, g, norm_w, norm_b, xhat, rstd);
-    ctx->save_for_backward({h, pack_none(z), a, w1, w2, norm_w, pack_none(xhat), pack_none(rstd)});
+    ctx->save_for_backward({h, z, a, w1, w2, norm_w, pack_none(xhat), pack_none(rstd)});
     ctx->saved_data["gelu"] = gelu;
     ctx->saved_data["has_b1"] = b1.defined();
     ctx->saved_data["has_b2"] = b2.defined();
@@ -365,8 +359,7 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     const auto s = ctx->get_saved_variables();
     const auto g = load_direct(ctx);  // norm_w, norm_b, w1, b1, w2, b2
     const GradsInto gn = into(g, {0}, {1}), g1 = into(g, {2}, {3}), g2 = into(g, {4}, {5});
-    const auto &h = s[0], &a = s[2], &w1 = s[3], &w2 = s[4], &norm_w = s[5];
-    const auto z = unpack_none(s[1]);  // undefined for ReLU (its backward reads a)
+    const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4], &norm_w = s[5];
     const auto xhat = unpack_none(s[6]), rstd = unpack_none(s[7]);
     const Join join = Join::load(ctx);
     const bool gelu = ctx->saved_data["gelu"].toBool();
@@ -375,11 +368,11 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     if (ctx->saved_data["has_norm_b"].toBool() && g.empty()) dnb = torch::empty_like(norm_w);
     join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb, gn);
     linear_grad(dg, a, w2, ctx->saved_data["has_b2"].toBool(), dw2, db2, &da, false, g2);
-    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "fused_activation_backward", [&] {
+    AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation_backward", [&] {
       using T = scalar_t;
-      const T *zp = ptr<T>(z), *ap = a.data_ptr<T>();
+      const T *zp = z.data_ptr<T>(), *ap = a.data_ptr<T>();
       T* dp = da.data_ptr<T>();
-      at::parallel_for(0, a.numel(), kRowGrain,
+      at::parallel_for(0, z.numel(), kRowGrain,
                        [&](int64_t lo, int64_t hi) { activation_backward<T>(zp, ap, dp, lo, hi, gelu); });
     });
     const bool has_b1 = ctx->saved_data["has_b1"].toBool();
