@@ -71,6 +71,8 @@ STX_VEC_INLINE bool softmax_whole_rows(T* const (&row)[R], const int64_t (&L)[R]
   for (int r = 0; r < R; ++r) m[r] = max_whole(row[r], Lp[r]);
   for (int r = 0; r < R; ++r)
     if (m[r] == -std::numeric_limits<T>::infinity()) return false;
+  // The sum in the exp pass (reading back the row just stored stalled on store forwarding).
+  // Hidden keys add exp(−87.3 − ·) ≤ 1.2e−38 to a sum ≥ 1 (the max's own term): nothing.
   T acc[R][W] = {};
 #pragma GCC unroll 2
   for (int r = 0; r < R; ++r)
@@ -120,32 +122,9 @@ STX_CLONES void softmax_head(T* S, int64_t Tq, int64_t Tk, bool causal, const T*
       }
     }
     if (Lp > 0) {  // whole vectors over [0, Lp): the keys in [L, Lp) are −∞ for the max, 0 after exp
-      constexpr int64_t W = kLanes<T>;
-      T* last = row + Lp - W;
-      const int64_t first_hidden = L - (Lp - W);
-      for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : -std::numeric_limits<T>::infinity();
-      const T m = max_whole(row, Lp);
-      if (m == -std::numeric_limits<T>::infinity()) {
-        for (int64_t j = 0; j < Tk; ++j) row[j] = T(1) / T(Tk);
-        blind.push_back(row0 + i);
-        continue;
-      }
-      // The sum in the same pass (reading back the row just stored stalled on store forwarding).
-      // Hidden keys add exp(−87.3 − ·) ≤ 1.2e−38 to a sum ≥ 1 (the max's own term): nothing.
-      T acc[W] = {};
-      for (int64_t j = 0; j < Lp; j += W)
-        for (int64_t k = 0; k < W; ++k) {
-          const T e = vec::exp(row[j + k] - m);
-          row[j + k] = e;
-          acc[k] += e;
-        }
-      for (int64_t k = 0; k < W; ++k) last[k] = k < first_hidden ? last[k] : T(0);
-      for (int64_t w = W / 2; w > 0; w /= 2)
-        for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
-      const T inv = T(1) / acc[0];
-      for (int64_t j = 0; j < Lp; j += W)
-        for (int64_t k = 0; k < W; ++k) row[j + k] *= inv;
-      for (int64_t j = Lp; j < Tk; ++j) row[j] = T(0);
+      if (softmax_whole_rows<T, 1>({row}, {L}, {Lp}, Tk)) continue;
+      for (int64_t j = 0; j < Tk; ++j) row[j] = T(1) / T(Tk);  // no visible key
+      blind.push_back(row0 + i);
       continue;
     }
     T m;
