@@ -9,9 +9,10 @@
 // it as they are stored: the same sums, g + dW in the same rounding as AccumulateGrad's add_.
 //
 // Only while a DirectGradsScope is on (train/train_step.cpp, for its forward), and only for a
-// node whose parameters are all leaves that require grad and already have a dense .grad() of
-// their dtype (the optimizer's flat buffer after the first step) and whose input x requires grad
-// (so that backward reaches the node). Such a node has no autograd edge to its parameters:
+// node whose parameters are all leaves that require grad, with a dense .grad() of their dtype or
+// none yet (then one is made, zero: the first step takes the path of every later one, and a
+// resumed run repeats an uninterrupted one bit for bit), and whose input x requires grad (so
+// that backward reaches the node). Such a node has no autograd edge to its parameters:
 // hooks on them, torch::autograd::grad with respect to them and c10d's Reducer would not see
 // those gradients, so the scope is off for data parallel and everywhere else.
 #pragma once
@@ -35,9 +36,9 @@ class DirectGradsScope {
 
 bool direct_grads_on();
 
-// The .grad() of each parameter (undefined where the parameter is undefined: absent), when the
-// node with input x may write them directly; empty when it may not (the node then returns its
-// gradients to autograd as before).
+// The .grad() of each parameter (undefined where the parameter is undefined: absent; made, zero,
+// where it had none), when the node with input x may write them directly; empty when it may not
+// (the node then returns its gradients to autograd as before).
 std::vector<torch::Tensor> direct_grad_targets(const torch::Tensor& x, std::initializer_list<torch::Tensor> params);
 
 // What crosses Function::apply for a node: the targets above (a non-tensor argument, so that

@@ -219,13 +219,27 @@ void linear_grad(const torch::Tensor& dy, const torch::Tensor& x, const torch::T
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_linear_backward", [&] {
     using T = scalar_t;
     const T *dyp = dy.data_ptr<T>(), *xp = x.data_ptr<T>();
-    if (direct) {  // g += dyᵀ x block by block (β = 1), g_b += Σ dy
+    if (direct) {  // g += dyᵀ x block by block, g_b += Σ dy
       const auto parts = static_cast<int64_t>(into.w.size());
       const int64_t rows = out / parts;
+      // On the band kernel β = 1: its tile stores acc + g, AccumulateGrad's g + dW to the bit.
+      // BLAS may sum in another order for β = 1 or for a part of the rows (OpenBLAS's small-matrix
+      // kernels): there the product is autograd's, into scratch, and g + dW is added as before.
+      const bool band = on_band(out, in, N);
+      T* scratch = nullptr;
+      if (!band) {
+        dW = torch::empty_like(W);
+        scratch = dW.data_ptr<T>();
+        product(true, false, out, in, N, T(1), dyp, out, xp, in, T(0), scratch, in);
+      }
       for (int64_t i = 0; i < parts; ++i) {
-        product(true, false, rows, in, N, T(1), dyp + i * rows, out, xp, in, T(1), into.w[i].data_ptr<T>(), in);
+        T* g = into.w[i].data_ptr<T>();
+        if (band) product(true, false, rows, in, N, T(1), dyp + i * rows, out, xp, in, T(1), g, in);
+        else
+          for (int64_t e = 0; e < rows * in; ++e) g[e] += scratch[i * rows * in + e];
         if (has_bias) column_sums<T>(dyp + i * rows, nullptr, N, rows, into.b[i].data_ptr<T>(), nullptr, out, true);
       }
+      dW = torch::Tensor();
     } else {
       product(true, false, out, in, N, T(1), dyp, out, xp, in, T(0), dW.data_ptr<T>(), in);
       if (has_bias) column_sums<T>(dyp, nullptr, N, out, db.data_ptr<T>(), nullptr);
