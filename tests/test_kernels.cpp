@@ -404,7 +404,13 @@ void fused_sublayers_equal_composed() {
                                 {Scheme::Pre, NormKind::RMSNorm, Activation::ReLU, true},
                                 {Scheme::LNScaling, NormKind::LayerNorm, Activation::GELU, false},
                                 {Scheme::DepthScaled, NormKind::LayerNorm, Activation::ReLU, false},
-                                {Scheme::MixLN, NormKind::LayerNorm, Activation::GELU, false}};
+                                {Scheme::MixLN, NormKind::LayerNorm, Activation::GELU, false},
+                                {Scheme::ReZero, NormKind::None, Activation::ReLU, false},
+                                {Scheme::LayerScale, NormKind::LayerNorm, Activation::GELU, false},
+                                {Scheme::PeriLN, NormKind::LayerNorm, Activation::ReLU, false},
+                                {Scheme::PeriLN, NormKind::RMSNorm, Activation::GELU, false},
+                                {Scheme::Admin, NormKind::LayerNorm, Activation::ReLU, false},
+                                {Scheme::Post, NormKind::None, Activation::GELU, true}};
   for (auto dt : {torch::kDouble, torch::kFloat})
     for (const auto& c : cases)
       for (double p : {0.0, 0.1}) {
@@ -416,6 +422,12 @@ void fused_sublayers_equal_composed() {
         m.dropout = p, m.attention_dropout = p;
         Transformer model(m);
         initialize(*model, 3);
+        {  // gains (ReZero's start at 0), skip weights and norms away from their initial 1 and 0
+          torch::NoGradGuard no_grad;
+          for (auto& np : model->named_parameters())
+            if (np.value().dim() == 1 && np.key().find("embed") == std::string::npos)
+              np.value().copy_(0.5 + torch::rand_like(np.value()));
+        }
         model->to(dt);
         model->train();
         auto tgt = test::tokens(3, 7, m.vocab_size, 2);  // the last row ends in padding
@@ -465,8 +477,8 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
   EXPECT_FALSE(fused_sublayer_available(x, NormKind::LayerNorm));
   set_kernels(Kernels::Fused);
   // The node that ends a layer: the FFN sub-layer's, or the composed path's last op.
-  auto last_node = [&](Scheme scheme, bool qk_norm, bool with_tap) {
-    auto m = test::tiny(Arch::Decoder, scheme);
+  auto last_node = [&](Scheme scheme, bool qk_norm, bool with_tap, NormKind norm = NormKind::LayerNorm) {
+    auto m = test::tiny(Arch::Decoder, scheme, norm);
     m.d_model = 16, m.qk_norm = qk_norm;
     Layer layer(m, /*causal=*/true, /*cross=*/false, 1.0, 0, 2);
     auto in = torch::randn({2, 5, 16}).requires_grad_(true);
@@ -477,8 +489,14 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
   EXPECT_NE(last_node(Scheme::Post, false, false).find("FFNSublayer"), std::string::npos);
   EXPECT_NE(last_node(Scheme::DeepNorm, false, false).find("FFNSublayer"), std::string::npos);
   EXPECT_NE(last_node(Scheme::Pre, false, false).find("FFNSublayer"), std::string::npos);
-  EXPECT_EQ(last_node(Scheme::ReZero, false, false).find("FFNSublayer"), std::string::npos);
-  EXPECT_EQ(last_node(Scheme::PeriLN, false, false).find("FFNSublayer"), std::string::npos);
+  for (auto scheme : {Scheme::LayerScale, Scheme::PeriLN, Scheme::Admin})
+    EXPECT_NE(last_node(scheme, false, false).find("FFNSublayer"), std::string::npos) << to_string(scheme);
+  for (auto scheme : {Scheme::ReZero, Scheme::Post})
+    EXPECT_NE(last_node(scheme, false, false, NormKind::None).find("FFNSublayer"), std::string::npos)
+        << to_string(scheme) << " without norms";
+  EXPECT_EQ(last_node(Scheme::Pre, false, false, NormKind::DyT).find("FFNSublayer"), std::string::npos) << "DyT";
+  for (auto scheme : {Scheme::NormFormer, Scheme::SubLN})
+    EXPECT_EQ(last_node(scheme, false, false).find("FFNSublayer"), std::string::npos) << to_string(scheme);
   EXPECT_EQ(last_node(Scheme::Pre, true, false).find("FFNSublayer"), std::string::npos) << "QK-LayerNorm";
   EXPECT_EQ(last_node(Scheme::Pre, false, true).find("FFNSublayer"), std::string::npos) << "a tap";
 }

@@ -11,10 +11,9 @@
 #include "stx/kernels/blas.h"
 #include "stx/kernels/column_sums.h"
 #include "stx/kernels/direct_grads.h"
-#include "stx/kernels/dropout.h"
+#include "stx/kernels/fused_join.h"
 #include "stx/kernels/kernels.h"
 #include "stx/kernels/none_tensor.h"
-#include "stx/kernels/norm_rows.h"
 #include "stx/kernels/target_clones.h"
 #include "stx/kernels/vec_math.h"
 
@@ -24,7 +23,7 @@ bool fused_sublayer_available(const torch::Tensor& x, NormKind kind) {
 #ifdef STX_HAVE_BLAS
   return kernels() == Kernels::Fused && layer_path() == LayerPath::Fused && x.device().is_cpu() &&
          (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble) &&
-         (kind == NormKind::LayerNorm || kind == NormKind::RMSNorm);
+         (kind == NormKind::LayerNorm || kind == NormKind::RMSNorm || kind == NormKind::None);
 #else
   (void)x, (void)kind;
   return false;
@@ -68,132 +67,6 @@ void linear_forward(const T* x, int64_t N, int64_t in, const T* W, const T* b, i
     for (int64_t n = 0; n < N; ++n) std::copy(b, b + out, y + n * out);
   blas::gemm(false, true, N, out, in, T(1), x, in, W, in, b ? T(1) : T(0), y, out);
 }
-
-// Where a product's parameter gradients go: `w` empty — new tensors dW, db returned to
-// autograd; else added to the parameters' .grad() (direct_grads.h), W's rows in w.size() equal
-// blocks (q, k, v), b's likewise (b empty: no bias).
-struct GradsInto {
-  std::vector<torch::Tensor> w, b;
-};
-
-// What both sub-layers share: the norm before G (Pre-LN style) or after the join (Post-LN
-// style), the branch's scale and dropout, and their backward.
-struct Join {
-  FusedJoin j;
-  uint64_t seed = 0;
-
-  // Pre-LN style: h = s·N(x) into `h`; saves ŝ, r. Returns the input of G.
-  torch::Tensor before(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, torch::Tensor& xhat,
-                       torch::Tensor& rstd) const {
-    if (!j.pre) return x;
-    const int64_t d = x.size(-1), N = x.numel() / d;
-    auto h = torch::empty_like(x);
-    xhat = torch::empty_like(x), rstd = torch::empty({N}, x.options());
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_norm", [&] {
-      using T = scalar_t;
-      const T *xp = x.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = ptr<T>(b);
-      T *hp = h.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>();
-      const T s = T(j.norm_scale);
-      at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d), [&](int64_t lo, int64_t hi) {
-        forward_rows<T>(xp, nullptr, sp, rp, hp, wp, bp, d, lo, hi, T(1), T(j.eps), j.centered);
-        if (s != T(1))
-          for (int64_t i = lo * d; i < hi * d; ++i) hp[i] *= s;
-      });
-    });
-    return h;
-  }
-
-  // g: G's output (in place: scaled, dropped). Returns y and, Post-LN style, saves ŝ, r.
-  torch::Tensor after(const torch::Tensor& x, torch::Tensor& g, const torch::Tensor& w, const torch::Tensor& b,
-                      torch::Tensor& xhat, torch::Tensor& rstd) {
-    const int64_t d = x.size(-1), N = x.numel() / d;
-    if (j.pre && j.branch_scale != 1.0) g.mul_(j.branch_scale);
-    if (j.dropout > 0) {
-      seed = dropout_seed();
-      dropout_apply_(g, seed, j.dropout);
-    }
-    if (j.pre) return x + g;
-    auto y = torch::empty_like(x);
-    xhat = torch::empty_like(x), rstd = torch::empty({N}, x.options());
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_join", [&] {
-      using T = scalar_t;
-      const T *xp = x.data_ptr<T>(), *gp = g.data_ptr<T>(), *wp = w.data_ptr<T>(), *bp = ptr<T>(b);
-      T *yp = y.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>();
-      at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d), [&](int64_t lo, int64_t hi) {
-        forward_rows<T>(xp, gp, sp, rp, yp, wp, bp, d, lo, hi, T(j.alpha), T(j.eps), j.centered);
-      });
-    });
-    return y;
-  }
-
-  // The norm's backward over rows: ds from dy; dw = Σ dy·ŝ, db = Σ dy (db undefined: none), or
-  // both added to `into` (direct_grads.h; w: the weight's .grad(), b: the bias's, if any).
-  static torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
-                                     const torch::Tensor& w, bool centered, torch::Tensor& dw, torch::Tensor& db,
-                                     const GradsInto& into) {
-    const int64_t d = xhat.size(-1), N = xhat.numel() / d;
-    auto ds = torch::empty_like(xhat);
-    const bool direct = !into.w.empty();
-    if (!direct) dw = torch::empty_like(w);
-    AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "fused_norm_backward", [&] {
-      using T = scalar_t;
-      const T *dyp = dy.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *wp = w.data_ptr<T>();
-      T* dsp = ds.data_ptr<T>();
-      at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d),
-                       [&](int64_t lo, int64_t hi) { backward_rows<T>(dyp, sp, rp, wp, dsp, d, lo, hi, centered); });
-      if (direct) column_sums<T>(dyp, sp, N, d, ptr<T>(into.b.empty() ? db : into.b[0]), ptr<T>(into.w[0]), d, true);
-      else column_sums<T>(dyp, sp, N, d, ptr<T>(db), dw.data_ptr<T>());
-    });
-    return ds;
-  }
-
-  // From dy: the gradient of G's output (dg) and the start of dx (Post-LN style α·ds; Pre-LN
-  // style dy), and the Post-LN norm's parameter gradients.
-  void branch_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
-                       const torch::Tensor& w, torch::Tensor& dg, torch::Tensor& dx, torch::Tensor& dw,
-                       torch::Tensor& db, const GradsInto& into) const {
-    if (j.pre) {
-      dg = dy.clone();
-      dx = dy.clone();
-      if (j.branch_scale != 1.0) dg.mul_(j.branch_scale);
-    } else {
-      dg = norm_backward(dy, xhat, rstd, w, j.centered, dw, db, into);
-      dx = j.alpha == 1.0 ? dg.clone() : dg * j.alpha;
-    }
-    if (j.dropout > 0) dropout_apply_(dg, seed, j.dropout);
-  }
-
-  // Pre-LN style: dx += N'(s·dh) and the norm's parameter gradients. (Post-LN style: G's input
-  // gradient went straight into dx.)
-  void input_backward(const torch::Tensor& dh, const torch::Tensor& xhat, const torch::Tensor& rstd,
-                      const torch::Tensor& w, torch::Tensor& dx, torch::Tensor& dw, torch::Tensor& db,
-                      const GradsInto& into) const {
-    if (!j.pre) return;
-    auto scaled = j.norm_scale == 1.0 ? dh : dh * j.norm_scale;
-    dx.add_(norm_backward(scaled, xhat, rstd, w, j.centered, dw, db, into));
-  }
-
-  void save(AutogradContext* ctx) const {
-    ctx->saved_data["pre"] = j.pre;
-    ctx->saved_data["centered"] = j.centered;
-    ctx->saved_data["alpha"] = j.alpha;
-    ctx->saved_data["norm_scale"] = j.norm_scale;
-    ctx->saved_data["branch_scale"] = j.branch_scale;
-    ctx->saved_data["dropout"] = j.dropout;
-    ctx->saved_data["seed"] = static_cast<int64_t>(seed);
-  }
-  static Join load(AutogradContext* ctx) {
-    Join r;
-    r.j.pre = ctx->saved_data["pre"].toBool();
-    r.j.centered = ctx->saved_data["centered"].toBool();
-    r.j.alpha = ctx->saved_data["alpha"].toDouble();
-    r.j.norm_scale = ctx->saved_data["norm_scale"].toDouble();
-    r.j.branch_scale = ctx->saved_data["branch_scale"].toDouble();
-    r.j.dropout = ctx->saved_data["dropout"].toDouble();
-    r.seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
-    return r;
-  }
-};
 
 // y = linear(x) over [N, in] rows, as a new [N, out] tensor.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& W, const torch::Tensor& b) {
@@ -274,81 +147,83 @@ GradsInto into(const std::vector<torch::Tensor>& g, std::initializer_list<size_t
 
 class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
  public:
+  // The join's weights (JoinWeights order), then the projections'.
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor key_pad, torch::Tensor norm_w,
-                               torch::Tensor norm_b, torch::Tensor wq, torch::Tensor wk, torch::Tensor wv,
+                               torch::Tensor norm_b, torch::Tensor out_w, torch::Tensor out_b, torch::Tensor gain,
+                               torch::Tensor skip, torch::Tensor wq, torch::Tensor wk, torch::Tensor wv,
                                torch::Tensor bq, torch::Tensor bk, torch::Tensor bv, torch::Tensor wo, torch::Tensor bo,
                                int64_t heads, bool causal, double p_attn, FusedJoin fj, DirectGrads direct) {
     x = x.contiguous();
-    key_pad = unpack_none(key_pad), norm_b = unpack_none(norm_b), bo = unpack_none(bo);
+    key_pad = unpack_none(key_pad), bo = unpack_none(bo);
     const bool has_bias = unpack_none(bq).defined();
     const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
     auto W = torch::cat({wq, wk, wv}).contiguous();
     auto b = has_bias ? torch::cat({bq, bk, bv}) : torch::Tensor();
     wo = wo.contiguous();
-    Join join{fj};
-    torch::Tensor xhat, rstd;
-    auto h = join.before(x, norm_w, norm_b, xhat, rstd);
+    Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip}));
+    auto h = join.before(x);
     auto qkv = linear(h, W, b).view({B, T, 3 * d});
     AttentionCoreSaved core;
     auto o = attention_core_packed_forward(qkv, key_pad, heads, causal, p_attn, core);
     auto g = linear(o, wo, bo).view({B, T, d});
-    auto y = join.after(x, g, norm_w, norm_b, xhat, rstd);
-    ctx->save_for_backward(
-        {h, qkv, o, W, wo, norm_w, pack_none(xhat), pack_none(rstd), core.probs, pack_none(core.noise)});
+    auto y = join.after(x, g);
+    std::vector<torch::Tensor> saved{h, qkv, o, W, wo, core.probs, pack_none(core.noise)};
+    join.save(ctx, saved);
+    ctx->save_for_backward(saved);
     ctx->saved_data["blind"] = core.blind;
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["has_bias"] = has_bias;
     ctx->saved_data["has_bo"] = bo.defined();
-    ctx->saved_data["has_norm_b"] = norm_b.defined();
-    join.save(ctx);
     save_direct(ctx, direct);
     return {y};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // norm_w, norm_b, wq, wk, wv, bq, bk, bv, wo, bo
-    const GradsInto gn = into(g, {0}, {1}), gqkv = into(g, {2, 3, 4}, {5, 6, 7}), go = into(g, {8}, {9});
-    const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4], &norm_w = s[5];
-    const auto xhat = unpack_none(s[6]), rstd = unpack_none(s[7]);
-    const AttentionCoreSaved core{s[8], unpack_none(s[9]), ctx->saved_data["blind"].toTensor()};
-    const Join join = Join::load(ctx);
+    const auto g = load_direct(ctx);  // the join's 6, wq, wk, wv, bq, bk, bv, wo, bo
+    const GradsInto gqkv = into(g, {6, 7, 8}, {9, 10, 11}), go = into(g, {12}, {13});
+    const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
+    const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4];
+    const AttentionCoreSaved core{s[5], unpack_none(s[6]), ctx->saved_data["blind"].toTensor()};
+    Join join = Join::load(ctx, s, 7);
     const bool has_bias = ctx->saved_data["has_bias"].toBool();
     const int64_t d = o.size(-1);
     auto dy = grad[0].contiguous();
-    torch::Tensor dg, dx, dnw, dnb, dwo, dbo, dW, db;
-    if (ctx->saved_data["has_norm_b"].toBool() && g.empty()) dnb = torch::empty_like(norm_w);
-    join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb, gn);
+    torch::Tensor dg, dx, dwo, dbo, dW, db;
+    join.branch_backward(dy, dg, dx, gj);
     torch::Tensor d_o;
     linear_grad(dg, o, wo, ctx->saved_data["has_bo"].toBool(), dwo, dbo, &d_o, false, go);
     auto dqkv = attention_core_packed_backward(qkv, core, ctx->saved_data["heads"].toInt(),
                                                ctx->saved_data["causal"].toBool(), d_o.view(o.sizes()));
-    if (join.j.pre) {
+    if (join.spec().pre) {
       torch::Tensor dh;
       linear_grad(dqkv, h, W, has_bias, dW, db, &dh, false, gqkv);
-      join.input_backward(dh.view_as(dx), xhat, rstd, norm_w, dx, dnw, dnb, gn);
+      join.input_backward(dh.view_as(dx), dx, gj);
     } else {
       linear_grad(dqkv, h, W, has_bias, dW, db, &dx, true, gqkv);
     }
     const torch::Tensor none;
+    const auto& jg = join.grads();
     if (!g.empty())
-      return {dx, none, none, none, none, none, none, none, none, none, none, none, none, none, none, none, none};
+      return {dx,   none, none, none, none, none, none, none, none, none, none,
+              none, none, none, none, none, none, none, none, none, none};
     auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
-    return {dx, none, dnw, dnb, dWs[0], dWs[1], dWs[2], dbs[0], dbs[1], dbs[2], dwo, dbo, none, none, none, none, none};
+    return {dx,     none,   jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip, dWs[0], dWs[1], dWs[2],
+            dbs[0], dbs[1], dbs[2],    dwo,       dbo,      none,     none,    none,    none,   none};
   }
 };
 
 class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
  public:
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor norm_w, torch::Tensor norm_b,
+                               torch::Tensor out_w, torch::Tensor out_b, torch::Tensor gain, torch::Tensor skip,
                                torch::Tensor w1, torch::Tensor b1, torch::Tensor w2, torch::Tensor b2, bool gelu,
                                FusedJoin fj, DirectGrads direct) {
     x = x.contiguous(), w1 = w1.contiguous(), w2 = w2.contiguous();
-    norm_b = unpack_none(norm_b), b1 = unpack_none(b1), b2 = unpack_none(b2);
-    Join join{fj};
-    torch::Tensor xhat, rstd;
-    auto h = join.before(x, norm_w, norm_b, xhat, rstd);
+    b1 = unpack_none(b1), b2 = unpack_none(b2);
+    Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip}));
+    auto h = join.before(x);
     auto z = linear(h, w1, b1);  // [N, d_ff]; after the activation, GELU's derivative
     auto a = torch::empty_like(z);
     AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation", [&] {
@@ -358,29 +233,28 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
                        [&](int64_t lo, int64_t hi) { activation_forward<T>(zp, ap, lo, hi, gelu); });
     });
     auto g = linear(a, w2, b2).view(x.sizes());
-    auto y = join.after(x, g, norm_w, norm_b, xhat, rstd);
-    ctx->save_for_backward({h, z, a, w1, w2, norm_w, pack_none(xhat), pack_none(rstd)});
+    auto y = join.after(x, g);
+    std::vector<torch::Tensor> saved{h, z, a, w1, w2};
+    join.save(ctx, saved);
+    ctx->save_for_backward(saved);
     ctx->saved_data["gelu"] = gelu;
     ctx->saved_data["has_b1"] = b1.defined();
     ctx->saved_data["has_b2"] = b2.defined();
-    ctx->saved_data["has_norm_b"] = norm_b.defined();
-    join.save(ctx);
     save_direct(ctx, direct);
     return {y};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // norm_w, norm_b, w1, b1, w2, b2
-    const GradsInto gn = into(g, {0}, {1}), g1 = into(g, {2}, {3}), g2 = into(g, {4}, {5});
-    const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4], &norm_w = s[5];
-    const auto xhat = unpack_none(s[6]), rstd = unpack_none(s[7]);
-    const Join join = Join::load(ctx);
+    const auto g = load_direct(ctx);  // the join's 6, w1, b1, w2, b2
+    const GradsInto g1 = into(g, {6}, {7}), g2 = into(g, {8}, {9});
+    const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
+    const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4];
+    Join join = Join::load(ctx, s, 5);
     const bool gelu = ctx->saved_data["gelu"].toBool();
     auto dy = grad[0].contiguous();
-    torch::Tensor dg, dx, dnw, dnb, dw1, db1, dw2, db2, da;
-    if (ctx->saved_data["has_norm_b"].toBool() && g.empty()) dnb = torch::empty_like(norm_w);
-    join.branch_backward(dy, xhat, rstd, norm_w, dg, dx, dnw, dnb, gn);
+    torch::Tensor dg, dx, dw1, db1, dw2, db2, da;
+    join.branch_backward(dy, dg, dx, gj);
     linear_grad(dg, a, w2, ctx->saved_data["has_b2"].toBool(), dw2, db2, &da, false, g2);
     AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation_backward", [&] {
       using T = scalar_t;
@@ -390,52 +264,54 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
                        [&](int64_t lo, int64_t hi) { activation_backward<T>(zp, ap, dp, lo, hi, gelu); });
     });
     const bool has_b1 = ctx->saved_data["has_b1"].toBool();
-    if (join.j.pre) {
+    if (join.spec().pre) {
       torch::Tensor dh;
       linear_grad(da, h, w1, has_b1, dw1, db1, &dh, false, g1);
-      join.input_backward(dh.view_as(dx), xhat, rstd, norm_w, dx, dnw, dnb, gn);
+      join.input_backward(dh.view_as(dx), dx, gj);
     } else {
       linear_grad(da, h, w1, has_b1, dw1, db1, &dx, true, g1);
     }
     const torch::Tensor none;
-    return {dx, dnw, dnb, dw1, db1, dw2, db2, none, none, none};  // all but dx undefined when direct
+    const auto& jg = join.grads();  // all but dx undefined when direct
+    return {dx, jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip, dw1, db1, dw2, db2, none, none, none};
   }
 };
 
 }  // namespace
 
 torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
-                                       double attention_dropout, const FusedJoin& join, const torch::Tensor& norm_w,
-                                       const torch::Tensor& norm_b, const torch::Tensor& wq, const torch::Tensor& wk,
-                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
-                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo) {
-  DirectGrads direct{direct_grad_targets(x, {norm_w, norm_b, wq, wk, wv, bq, bk, bv, wo, bo})};
+                                       double attention_dropout, const FusedJoin& join, const JoinWeights& jw,
+                                       const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
+                                       const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
+                                       const torch::Tensor& wo, const torch::Tensor& bo) {
+  DirectGrads direct{direct_grad_targets(
+      x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, wq, wk, wv, bq, bk, bv, wo, bo})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
-  return AttentionSublayer::apply(x, pack_none(key_pad), in(norm_w), in(norm_b), in(wq), in(wk), in(wv), in(bq), in(bk),
-                                  in(bv), in(wo), in(bo), heads, causal, attention_dropout, join, std::move(direct))[0];
+  return AttentionSublayer::apply(x, pack_none(key_pad), in(jw.norm_w), in(jw.norm_b), in(jw.out_w), in(jw.out_b),
+                                  in(jw.gain), in(jw.skip), in(wq), in(wk), in(wv), in(bq), in(bk), in(bv), in(wo),
+                                  in(bo), heads, causal, attention_dropout, join, std::move(direct))[0];
 }
 
-torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const torch::Tensor& norm_w,
-                                 const torch::Tensor& norm_b, const torch::Tensor& w1, const torch::Tensor& b1,
-                                 const torch::Tensor& w2, const torch::Tensor& b2) {
-  DirectGrads direct{direct_grad_targets(x, {norm_w, norm_b, w1, b1, w2, b2})};
+torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
+                                 const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
+                                 const torch::Tensor& b2) {
+  DirectGrads direct{
+      direct_grad_targets(x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, w1, b1, w2, b2})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
-  return FFNSublayer::apply(x, in(norm_w), in(norm_b), in(w1), in(b1), in(w2), in(b2), gelu, join,
-                            std::move(direct))[0];
+  return FFNSublayer::apply(x, in(jw.norm_w), in(jw.norm_b), in(jw.out_w), in(jw.out_b), in(jw.gain), in(jw.skip),
+                            in(w1), in(b1), in(w2), in(b2), gelu, join, std::move(direct))[0];
 }
 
 #else  // no BLAS: fused_sublayer_available() is false
 
 torch::Tensor fused_attention_sublayer(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double,
-                                       const FusedJoin&, const torch::Tensor&, const torch::Tensor&,
+                                       const FusedJoin&, const JoinWeights&, const torch::Tensor&, const torch::Tensor&,
                                        const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                       const torch::Tensor&, const torch::Tensor&) {
+                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
   TORCH_CHECK(false, "fused_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
-torch::Tensor fused_ffn_sublayer(const torch::Tensor&, bool, const FusedJoin&, const torch::Tensor&,
-                                 const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                 const torch::Tensor&) {
+torch::Tensor fused_ffn_sublayer(const torch::Tensor&, bool, const FusedJoin&, const JoinWeights&, const torch::Tensor&,
+                                 const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
   TORCH_CHECK(false, "fused_ffn_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
 

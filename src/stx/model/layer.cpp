@@ -55,8 +55,9 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
     if (cross) encoder_attn_skip = register_parameter(cross_skip_name_, torch::ones({d}));
     ffn_skip = register_parameter(ffn_skip_name_, torch::ones({d}));
   }
-  fusable_ = !peri && !subln && !cross && cfg.scheme != Scheme::NormFormer && cfg.scheme != Scheme::Admin &&
-             cfg.scheme != Scheme::ReZero && cfg.scheme != Scheme::LayerScale && self_attn->plain();
+  // The fused sub-layers (kernels/fused_join.h) cover every join but NormFormer's (head scales and
+  // a norm inside G) and Sub-LN's (norms inside G), in decoder-only layers.
+  fusable_ = !subln && !cross && cfg.scheme != Scheme::NormFormer && self_attn->plain();
   if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
     self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
     if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
@@ -125,6 +126,7 @@ namespace {
 FusedJoin join_of(const ResidualSpec& spec, const Norm& norm, bool training) {
   FusedJoin j;
   j.pre = !spec.post_style;
+  j.normed = norm->kind() != NormKind::None;
   j.centered = norm->kind() == NormKind::LayerNorm;
   j.eps = norm->eps();
   j.alpha = spec.alpha;
@@ -138,8 +140,12 @@ FusedJoin join_of(const ResidualSpec& spec, const Norm& norm, bool training) {
 torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad) {
   auto& a = *self_attn;
   const auto& n = self_attn_layer_norm;
+  const auto& out = self_attn_out_layer_norm;
+  const JoinWeights jw{
+      n->weight,      n->bias,       out ? out->weight : torch::Tensor(), out ? out->bias : torch::Tensor(),
+      self_attn_gain, self_attn_skip};
   return fused_attention_sublayer(x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0,
-                                  join_of(spec_, n, is_training()), n->weight, n->bias, a.q_proj->step_weight(),
+                                  join_of(spec_, n, is_training()), jw, a.q_proj->step_weight(),
                                   a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias, a.k_proj->bias,
                                   a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
 }
@@ -147,8 +153,11 @@ torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Te
 torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
   auto& f = *ffn;
   const auto& n = final_layer_norm;
-  return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, n, is_training()), n->weight, n->bias, f.fc1->step_weight(),
-                            f.fc1->bias, f.fc2->step_weight(), f.fc2->bias);
+  const auto& out = ffn_out_layer_norm;
+  const JoinWeights jw{n->weight, n->bias, out ? out->weight : torch::Tensor(), out ? out->bias : torch::Tensor(),
+                       ffn_gain,  ffn_skip};
+  return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, n, is_training()), jw, f.fc1->step_weight(), f.fc1->bias,
+                            f.fc2->step_weight(), f.fc2->bias);
 }
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& self_pad, const torch::Tensor& memory,

@@ -1,0 +1,176 @@
+#include "stx/kernels/fused_join.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+
+#include "stx/kernels/column_sums.h"
+#include "stx/kernels/dropout.h"
+#include "stx/kernels/none_tensor.h"
+#include "stx/kernels/norm_rows.h"
+
+namespace stx {
+namespace {
+
+constexpr int64_t kRowGrain = 16384;  // elements per parallel_for chunk, as residual_norm.cpp
+
+template <typename T>
+T* ptr(const torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+int64_t rows_of(const torch::Tensor& t) { return t.numel() / t.size(-1); }
+
+// y = N(α·x + g) over rows (g undefined: N(x)), with N's saved rows ŝ and r.
+torch::Tensor norm_forward(const torch::Tensor& x, const torch::Tensor& g, double alpha, const torch::Tensor& w,
+                           const torch::Tensor& b, const FusedJoin& j, torch::Tensor& xhat, torch::Tensor& rstd) {
+  const int64_t d = x.size(-1), N = rows_of(x);
+  auto y = torch::empty_like(x);
+  xhat = torch::empty_like(x), rstd = torch::empty({N}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_join_norm", [&] {
+    using T = scalar_t;
+    const T *xp = x.data_ptr<T>(), *gp = ptr<T>(g), *wp = w.data_ptr<T>(), *bp = ptr<T>(b);
+    T *yp = y.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>();
+    at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d), [&](int64_t lo, int64_t hi) {
+      forward_rows<T>(xp, gp, sp, rp, yp, wp, bp, d, lo, hi, T(alpha), T(j.eps), j.centered);
+    });
+  });
+  return y;
+}
+
+// N's backward over rows: ds from dy; dw = Σ dy·ŝ and db = Σ dy (when N has a bias) stored in
+// `dw`, `db` or, direct, added to the targets tw, tb.
+torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
+                            const torch::Tensor& w, bool has_b, bool centered, const torch::Tensor& tw,
+                            const torch::Tensor& tb, torch::Tensor& dw, torch::Tensor& db) {
+  const int64_t d = xhat.size(-1), N = rows_of(xhat);
+  auto ds = torch::empty_like(xhat);
+  const bool direct = tw.defined();
+  if (!direct) dw = torch::empty_like(w), db = has_b ? torch::empty_like(w) : torch::Tensor();
+  AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "fused_join_norm_backward", [&] {
+    using T = scalar_t;
+    const T *dyp = dy.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *wp = w.data_ptr<T>();
+    T* dsp = ds.data_ptr<T>();
+    at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d),
+                     [&](int64_t lo, int64_t hi) { backward_rows<T>(dyp, sp, rp, wp, dsp, d, lo, hi, centered); });
+    if (direct) column_sums<T>(dyp, sp, N, d, ptr<T>(tb), tw.data_ptr<T>(), d, true);
+    else column_sums<T>(dyp, sp, N, d, ptr<T>(db), dw.data_ptr<T>());
+  });
+  return ds;
+}
+
+// Σ_rows a ⊙ b into a parameter of shape like (a [d] vector, or [1]: summed over the columns too),
+// stored in `out` or, direct (target defined), added to target.
+void weighted_sum(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& like,
+                  const torch::Tensor& target, torch::Tensor& out) {
+  const int64_t d = a.size(-1), N = rows_of(a);
+  auto sums = torch::empty({d}, a.options());
+  AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "fused_join_weighted_sum", [&] {
+    using T = scalar_t;
+    column_sums<T>(a.data_ptr<T>(), b.data_ptr<T>(), N, d, nullptr, sums.data_ptr<T>());
+  });
+  auto g = like.numel() == d ? sums.view(like.sizes()) : sums.sum().view(like.sizes());
+  if (target.defined()) target.add_(g);
+  else out = g;
+}
+
+const torch::Tensor& at_or_none(const std::vector<torch::Tensor>& v, size_t i) {
+  static const torch::Tensor none;
+  return i < v.size() ? v[i] : none;
+}
+
+}  // namespace
+
+JoinWeights JoinWeights::of(const std::vector<torch::Tensor>& t, size_t at) {
+  auto u = [&](size_t i) { return unpack_none(t.at(at + i)); };
+  return {u(0), u(1), u(2), u(3), u(4), u(5)};
+}
+
+torch::Tensor Join::before(const torch::Tensor& x) {
+  TORCH_CHECK(j_.pre ? !w_.skip.defined() : !w_.gain.defined() && !w_.out_w.defined(),
+              "fused join: a skip weight needs the Post-LN style, a gain or an output norm the Pre-LN style");
+  if (!j_.pre) return x;
+  auto h = j_.normed ? norm_forward(x, {}, 1.0, w_.norm_w, w_.norm_b, j_, xhat_, rstd_) : x;
+  return j_.norm_scale == 1.0 ? h : j_.normed ? h.mul_(j_.norm_scale) : h * j_.norm_scale;
+}
+
+torch::Tensor Join::after(const torch::Tensor& x, torch::Tensor& g) {
+  if (j_.pre) {
+    auto v = w_.out_w.defined() ? norm_forward(g, {}, 1.0, w_.out_w, w_.out_b, j_, ohat_, orstd_) : g;
+    if (w_.gain.defined()) v_ = v;
+    auto b = w_.gain.defined() ? v * w_.gain : v;
+    if (j_.branch_scale != 1.0) b.mul_(j_.branch_scale);
+    if (j_.dropout > 0) seed_ = dropout_seed(), dropout_apply_(b, seed_, j_.dropout);
+    return x + b;
+  }
+  if (j_.dropout > 0) seed_ = dropout_seed(), dropout_apply_(g, seed_, j_.dropout);
+  auto xs = w_.skip.defined() ? x * w_.skip : x;
+  if (w_.skip.defined()) x_ = x;
+  if (j_.normed) return norm_forward(xs, g, j_.alpha, w_.norm_w, w_.norm_b, j_, xhat_, rstd_);
+  return j_.alpha == 1.0 ? xs + g : xs * j_.alpha + g;
+}
+
+void Join::save(torch::autograd::AutogradContext* ctx, std::vector<torch::Tensor>& saved) const {
+  for (const auto& t : w_.list()) saved.push_back(pack_none(t));
+  for (const auto* t : {&xhat_, &rstd_, &ohat_, &orstd_, &v_, &x_}) saved.push_back(pack_none(*t));
+  ctx->saved_data["join_flags"] = std::vector<bool>{j_.pre, j_.normed, j_.centered};
+  ctx->saved_data["join_values"] = std::vector<double>{j_.eps, j_.alpha, j_.norm_scale, j_.branch_scale, j_.dropout};
+  ctx->saved_data["join_seed"] = static_cast<int64_t>(seed_);
+}
+
+Join Join::load(torch::autograd::AutogradContext* ctx, const std::vector<torch::Tensor>& saved, size_t at) {
+  FusedJoin j;
+  const auto f = ctx->saved_data["join_flags"].toBoolList();
+  j.pre = f.get(0), j.normed = f.get(1), j.centered = f.get(2);
+  const auto v = ctx->saved_data["join_values"].toDoubleVector();
+  j.eps = v[0], j.alpha = v[1], j.norm_scale = v[2], j.branch_scale = v[3], j.dropout = v[4];
+  Join r(j, JoinWeights::of(saved, at));
+  r.seed_ = static_cast<uint64_t>(ctx->saved_data["join_seed"].toInt());
+  const size_t s = at + JoinWeights::kCount;
+  r.xhat_ = unpack_none(saved[s]), r.rstd_ = unpack_none(saved[s + 1]);
+  r.ohat_ = unpack_none(saved[s + 2]), r.orstd_ = unpack_none(saved[s + 3]);
+  r.v_ = unpack_none(saved[s + 4]), r.x_ = unpack_none(saved[s + 5]);
+  return r;
+}
+
+void Join::branch_backward(const torch::Tensor& dy, torch::Tensor& dg, torch::Tensor& dx,
+                           const std::vector<torch::Tensor>& into) {
+  const auto& t_ = [&](size_t i) -> const torch::Tensor& { return at_or_none(into, i); };
+  if (j_.pre) {
+    dx = dy.clone();
+    dg = dy.clone();
+    if (j_.branch_scale != 1.0) dg.mul_(j_.branch_scale);
+    if (j_.dropout > 0) dropout_apply_(dg, seed_, j_.dropout);
+    if (w_.gain.defined()) {
+      weighted_sum(dg, v_, w_.gain, t_(4), grads_.gain);
+      dg.mul_(w_.gain);
+    }
+    if (w_.out_w.defined())
+      dg = norm_backward(dg, ohat_, orstd_, w_.out_w, w_.out_b.defined(), j_.centered, t_(2), t_(3), grads_.out_w,
+                         grads_.out_b);
+    return;
+  }
+  auto ds = j_.normed ? norm_backward(dy, xhat_, rstd_, w_.norm_w, w_.norm_b.defined(), j_.centered, t_(0), t_(1),
+                                      grads_.norm_w, grads_.norm_b)
+                      : dy.clone();
+  dx = j_.alpha == 1.0 ? ds.clone() : ds * j_.alpha;  // the gradient of ω ⊙ x
+  if (w_.skip.defined()) {
+    weighted_sum(dx, x_, w_.skip, t_(5), grads_.skip);
+    dx.mul_(w_.skip);
+  }
+  dg = ds;
+  if (j_.dropout > 0) dropout_apply_(dg, seed_, j_.dropout);
+}
+
+void Join::input_backward(const torch::Tensor& dh, torch::Tensor& dx, const std::vector<torch::Tensor>& into) {
+  if (!j_.pre) return;  // Post-LN style: G's input is x, its gradient went straight into dx
+  auto scaled = j_.norm_scale == 1.0 ? dh : dh * j_.norm_scale;
+  if (!j_.normed) {
+    dx.add_(scaled);
+    return;
+  }
+  dx.add_(norm_backward(scaled, xhat_, rstd_, w_.norm_w, w_.norm_b.defined(), j_.centered, at_or_none(into, 0),
+                        at_or_none(into, 1), grads_.norm_w, grads_.norm_b));
+}
+
+}  // namespace stx

@@ -1,0 +1,86 @@
+// stx/kernels/fused_join.h — the residual join around a fused sub-layer's G (fused_sublayer.h),
+// forward and backward by hand, for every scheme whose join is one of (model/residual.h):
+//   Pre-LN style:   h = s · N(x),  y = x + drop(c · γ ⊙ N_out(G(h)))
+//                   pre, ln-scaling (s), depth-scaled (c), rezero (γ = α_l, no N), layerscale
+//                   (γ = λ_l ∈ ℝ^d), peri-ln (N_out), Mix-LN's upper layers
+//   Post-LN style:  h = x,         y = N(α · ω ⊙ x + drop(G(h)))
+//                   post, post-init, deepnorm (α), admin (ω ∈ ℝ^d), Mix-LN's lower layers;
+//                   with norm: none (σReparam without norms) N is the identity
+// N and N_out are LayerNorm or RMSNorm (or absent: identity); γ, ω absent: 1. Backward, with dy
+// the gradient of y and t = c · drop(dy) the gradient of γ ⊙ N_out(G):
+//   Pre:  dγ = Σ t ⊙ N_out(G) (over rows; and over columns when γ is a scalar), dG = N_out'(γ ⊙ t),
+//         dx = dy + N'(s · dh)
+//   Post: ds = N'(dy), dG = drop(ds), dω = Σ α · ds ⊙ x, dx = ω ⊙ α · ds + dh
+// N'(·) is norm_rows.h's backward, which also gives the norm's weight and bias gradients.
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace stx {
+
+// The join's constants (model/residual.h's ResidualSpec and the norm's).
+struct FusedJoin {
+  bool pre = false;           // Pre-LN style (else Post-LN style)
+  bool normed = true;         // N (and N_out) present (else the identity: norm none)
+  bool centered = true;       // LayerNorm (else RMSNorm)
+  double eps = 1e-5;          // the norm's ε
+  double alpha = 1.0;         // Post-LN style: DeepNorm's α
+  double norm_scale = 1.0;    // Pre-LN style: s (LayerNorm Scaling)
+  double branch_scale = 1.0;  // Pre-LN style: c (depth-scaled)
+  double dropout = 0.0;       // on the branch's output; 0 outside training
+};
+
+// The join's parameters; undefined where the scheme has none.
+struct JoinWeights {
+  torch::Tensor norm_w, norm_b;  // N's weight and bias [d]
+  torch::Tensor out_w, out_b;    // N_out's (Peri-LN, Pre-LN style)
+  torch::Tensor gain;            // γ: ReZero's α_l [1] or LayerScale's λ_l [d] (Pre-LN style)
+  torch::Tensor skip;            // ω: Admin's [d] (Post-LN style)
+  static constexpr size_t kCount = 6;
+  std::vector<torch::Tensor> list() const { return {norm_w, norm_b, out_w, out_b, gain, skip}; }
+  static JoinWeights of(const std::vector<torch::Tensor>& t, size_t at = 0);  // from list()'s order
+};
+
+// Where a product's or a norm's parameter gradients go: `w` empty — new tensors returned to
+// autograd; else added to the parameters' .grad() (direct_grads.h), W's rows in w.size() equal
+// blocks (q, k, v), b's likewise (b empty: no bias).
+struct GradsInto {
+  std::vector<torch::Tensor> w, b;
+};
+
+class Join {
+ public:
+  Join(const FusedJoin& j, JoinWeights w) : j_(j), w_(std::move(w)) {}
+  const FusedJoin& spec() const { return j_; }
+
+  // Forward. before: G's input (Pre-LN style s·N(x), else x). after: y from x and G's output g
+  // (changed in place: scaled, dropped).
+  torch::Tensor before(const torch::Tensor& x);
+  torch::Tensor after(const torch::Tensor& x, torch::Tensor& g);
+
+  // What backward needs (the weights and the norms' saved rows), appended to `saved` (the node's
+  // save_for_backward list) and to ctx->saved_data; load reads them back from saved[at, …).
+  void save(torch::autograd::AutogradContext* ctx, std::vector<torch::Tensor>& saved) const;
+  static Join load(torch::autograd::AutogradContext* ctx, const std::vector<torch::Tensor>& saved, size_t at);
+
+  // Backward. `into`: the weights' .grad() in JoinWeights order (direct_grads.h), or empty: then
+  // the gradients are left in grads(). branch_backward: from dy, the gradient of G's output and
+  // the start of dx; input_backward (Pre-LN style): adds G's input gradient dh to dx through N.
+  void branch_backward(const torch::Tensor& dy, torch::Tensor& dg, torch::Tensor& dx,
+                       const std::vector<torch::Tensor>& into);
+  void input_backward(const torch::Tensor& dh, torch::Tensor& dx, const std::vector<torch::Tensor>& into);
+  const JoinWeights& grads() const { return grads_; }
+
+ private:
+  FusedJoin j_;
+  JoinWeights w_, grads_;
+  uint64_t seed_ = 0;        // the branch dropout's
+  torch::Tensor xhat_, rstd_;  // N's normalized rows and 1/σ
+  torch::Tensor ohat_, orstd_;  // N_out's
+  torch::Tensor v_;            // γ's input N_out(G)
+  torch::Tensor x_;            // ω's input (Admin)
+};
+
+}  // namespace stx
