@@ -410,7 +410,9 @@ void fused_sublayers_equal_composed() {
                                 {Scheme::PeriLN, NormKind::LayerNorm, Activation::ReLU, false},
                                 {Scheme::PeriLN, NormKind::RMSNorm, Activation::GELU, false},
                                 {Scheme::Admin, NormKind::LayerNorm, Activation::ReLU, false},
-                                {Scheme::Post, NormKind::None, Activation::GELU, true}};
+                                {Scheme::Post, NormKind::None, Activation::GELU, true},
+                                {Scheme::SubLN, NormKind::LayerNorm, Activation::GELU, false},
+                                {Scheme::SubLN, NormKind::RMSNorm, Activation::ReLU, true}};
   for (auto dt : {torch::kDouble, torch::kFloat})
     for (const auto& c : cases)
       for (double p : {0.0, 0.1}) {
@@ -489,14 +491,13 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
   EXPECT_NE(last_node(Scheme::Post, false, false).find("FFNSublayer"), std::string::npos);
   EXPECT_NE(last_node(Scheme::DeepNorm, false, false).find("FFNSublayer"), std::string::npos);
   EXPECT_NE(last_node(Scheme::Pre, false, false).find("FFNSublayer"), std::string::npos);
-  for (auto scheme : {Scheme::LayerScale, Scheme::PeriLN, Scheme::Admin})
+  for (auto scheme : {Scheme::LayerScale, Scheme::PeriLN, Scheme::Admin, Scheme::SubLN})
     EXPECT_NE(last_node(scheme, false, false).find("FFNSublayer"), std::string::npos) << to_string(scheme);
   for (auto scheme : {Scheme::ReZero, Scheme::Post})
     EXPECT_NE(last_node(scheme, false, false, NormKind::None).find("FFNSublayer"), std::string::npos)
         << to_string(scheme) << " without norms";
   EXPECT_EQ(last_node(Scheme::Pre, false, false, NormKind::DyT).find("FFNSublayer"), std::string::npos) << "DyT";
-  for (auto scheme : {Scheme::NormFormer, Scheme::SubLN})
-    EXPECT_EQ(last_node(scheme, false, false).find("FFNSublayer"), std::string::npos) << to_string(scheme);
+  EXPECT_EQ(last_node(Scheme::NormFormer, false, false).find("FFNSublayer"), std::string::npos) << "NormFormer";
   EXPECT_EQ(last_node(Scheme::Pre, true, false).find("FFNSublayer"), std::string::npos) << "QK-LayerNorm";
   EXPECT_EQ(last_node(Scheme::Pre, false, true).find("FFNSublayer"), std::string::npos) << "a tap";
 }

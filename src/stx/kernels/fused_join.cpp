@@ -21,44 +21,6 @@ T* ptr(const torch::Tensor& t) {
 
 int64_t rows_of(const torch::Tensor& t) { return t.numel() / t.size(-1); }
 
-// y = N(α·x + g) over rows (g undefined: N(x)), with N's saved rows ŝ and r.
-torch::Tensor norm_forward(const torch::Tensor& x, const torch::Tensor& g, double alpha, const torch::Tensor& w,
-                           const torch::Tensor& b, const FusedJoin& j, torch::Tensor& xhat, torch::Tensor& rstd) {
-  const int64_t d = x.size(-1), N = rows_of(x);
-  auto y = torch::empty_like(x);
-  xhat = torch::empty_like(x), rstd = torch::empty({N}, x.options());
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_join_norm", [&] {
-    using T = scalar_t;
-    const T *xp = x.data_ptr<T>(), *gp = ptr<T>(g), *wp = w.data_ptr<T>(), *bp = ptr<T>(b);
-    T *yp = y.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>();
-    at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d), [&](int64_t lo, int64_t hi) {
-      forward_rows<T>(xp, gp, sp, rp, yp, wp, bp, d, lo, hi, T(alpha), T(j.eps), j.centered);
-    });
-  });
-  return y;
-}
-
-// N's backward over rows: ds from dy; dw = Σ dy·ŝ and db = Σ dy (when N has a bias) stored in
-// `dw`, `db` or, direct, added to the targets tw, tb.
-torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
-                            const torch::Tensor& w, bool has_b, bool centered, const torch::Tensor& tw,
-                            const torch::Tensor& tb, torch::Tensor& dw, torch::Tensor& db) {
-  const int64_t d = xhat.size(-1), N = rows_of(xhat);
-  auto ds = torch::empty_like(xhat);
-  const bool direct = tw.defined();
-  if (!direct) dw = torch::empty_like(w), db = has_b ? torch::empty_like(w) : torch::Tensor();
-  AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "fused_join_norm_backward", [&] {
-    using T = scalar_t;
-    const T *dyp = dy.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *wp = w.data_ptr<T>();
-    T* dsp = ds.data_ptr<T>();
-    at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d),
-                     [&](int64_t lo, int64_t hi) { backward_rows<T>(dyp, sp, rp, wp, dsp, d, lo, hi, centered); });
-    if (direct) column_sums<T>(dyp, sp, N, d, ptr<T>(tb), tw.data_ptr<T>(), d, true);
-    else column_sums<T>(dyp, sp, N, d, ptr<T>(db), dw.data_ptr<T>());
-  });
-  return ds;
-}
-
 // Σ_rows a ⊙ b into a parameter of shape like (a [d] vector, or [1]: summed over the columns too),
 // stored in `out` or, direct (target defined), added to target.
 void weighted_sum(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& like,
@@ -81,6 +43,42 @@ const torch::Tensor& at_or_none(const std::vector<torch::Tensor>& v, size_t i) {
 
 }  // namespace
 
+torch::Tensor norm_forward(const torch::Tensor& x, const torch::Tensor& g, double alpha, const torch::Tensor& w,
+                           const torch::Tensor& b, bool centered, double eps, torch::Tensor& xhat,
+                           torch::Tensor& rstd) {
+  const int64_t d = x.size(-1), N = rows_of(x);
+  auto y = torch::empty_like(x);
+  xhat = torch::empty_like(x), rstd = torch::empty({N}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_join_norm", [&] {
+    using T = scalar_t;
+    const T *xp = x.data_ptr<T>(), *gp = ptr<T>(g), *wp = w.data_ptr<T>(), *bp = ptr<T>(b);
+    T *yp = y.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>();
+    at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d), [&](int64_t lo, int64_t hi) {
+      forward_rows<T>(xp, gp, sp, rp, yp, wp, bp, d, lo, hi, T(alpha), T(eps), centered);
+    });
+  });
+  return y;
+}
+
+torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
+                            const torch::Tensor& w, bool has_b, bool centered, const torch::Tensor& tw,
+                            const torch::Tensor& tb, torch::Tensor& dw, torch::Tensor& db) {
+  const int64_t d = xhat.size(-1), N = rows_of(xhat);
+  auto ds = torch::empty_like(xhat);
+  const bool direct = tw.defined();
+  if (!direct) dw = torch::empty_like(w), db = has_b ? torch::empty_like(w) : torch::Tensor();
+  AT_DISPATCH_FLOATING_TYPES(xhat.scalar_type(), "fused_join_norm_backward", [&] {
+    using T = scalar_t;
+    const T *dyp = dy.data_ptr<T>(), *sp = xhat.data_ptr<T>(), *rp = rstd.data_ptr<T>(), *wp = w.data_ptr<T>();
+    T* dsp = ds.data_ptr<T>();
+    at::parallel_for(0, N, std::max<int64_t>(1, kRowGrain / d),
+                     [&](int64_t lo, int64_t hi) { backward_rows<T>(dyp, sp, rp, wp, dsp, d, lo, hi, centered); });
+    if (direct) column_sums<T>(dyp, sp, N, d, ptr<T>(tb), tw.data_ptr<T>(), d, true);
+    else column_sums<T>(dyp, sp, N, d, ptr<T>(db), dw.data_ptr<T>());
+  });
+  return ds;
+}
+
 JoinWeights JoinWeights::of(const std::vector<torch::Tensor>& t, size_t at) {
   auto u = [&](size_t i) { return unpack_none(t.at(at + i)); };
   return {u(0), u(1), u(2), u(3), u(4), u(5)};
@@ -90,13 +88,13 @@ torch::Tensor Join::before(const torch::Tensor& x) {
   TORCH_CHECK(j_.pre ? !w_.skip.defined() : !w_.gain.defined() && !w_.out_w.defined(),
               "fused join: a skip weight needs the Post-LN style, a gain or an output norm the Pre-LN style");
   if (!j_.pre) return x;
-  auto h = j_.normed ? norm_forward(x, {}, 1.0, w_.norm_w, w_.norm_b, j_, xhat_, rstd_) : x;
+  auto h = j_.normed ? norm_forward(x, {}, 1.0, w_.norm_w, w_.norm_b, j_.centered, j_.eps, xhat_, rstd_) : x;
   return j_.norm_scale == 1.0 ? h : j_.normed ? h.mul_(j_.norm_scale) : h * j_.norm_scale;
 }
 
 torch::Tensor Join::after(const torch::Tensor& x, torch::Tensor& g) {
   if (j_.pre) {
-    auto v = w_.out_w.defined() ? norm_forward(g, {}, 1.0, w_.out_w, w_.out_b, j_, ohat_, orstd_) : g;
+    auto v = w_.out_w.defined() ? norm_forward(g, {}, 1.0, w_.out_w, w_.out_b, j_.centered, j_.eps, ohat_, orstd_) : g;
     if (w_.gain.defined()) v_ = v;
     auto b = w_.gain.defined() ? v * w_.gain : v;
     if (j_.branch_scale != 1.0) b.mul_(j_.branch_scale);
@@ -106,7 +104,7 @@ torch::Tensor Join::after(const torch::Tensor& x, torch::Tensor& g) {
   if (j_.dropout > 0) seed_ = dropout_seed(), dropout_apply_(g, seed_, j_.dropout);
   auto xs = w_.skip.defined() ? x * w_.skip : x;
   if (w_.skip.defined()) x_ = x;
-  if (j_.normed) return norm_forward(xs, g, j_.alpha, w_.norm_w, w_.norm_b, j_, xhat_, rstd_);
+  if (j_.normed) return norm_forward(xs, g, j_.alpha, w_.norm_w, w_.norm_b, j_.centered, j_.eps, xhat_, rstd_);
   return j_.alpha == 1.0 ? xs + g : xs * j_.alpha + g;
 }
 

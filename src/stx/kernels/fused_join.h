@@ -50,6 +50,16 @@ struct GradsInto {
   std::vector<torch::Tensor> w, b;
 };
 
+// A LayerNorm (centered) or RMSNorm over the rows of x (norm_rows.h): y = N(α·x + g) (g undefined:
+// N(x)), with N's normalized rows ŝ and 1/σ saved for its backward.
+torch::Tensor norm_forward(const torch::Tensor& x, const torch::Tensor& g, double alpha, const torch::Tensor& w,
+                           const torch::Tensor& b, bool centered, double eps, torch::Tensor& xhat, torch::Tensor& rstd);
+// Its backward: ds from dy; dw = Σ dy·ŝ and db = Σ dy (when N has a bias) stored in `dw`, `db` or,
+// direct (tw defined), added to the targets tw, tb.
+torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
+                            const torch::Tensor& w, bool has_b, bool centered, const torch::Tensor& tw,
+                            const torch::Tensor& tb, torch::Tensor& dw, torch::Tensor& db);
+
 class Join {
  public:
   Join(const FusedJoin& j, JoinWeights w) : j_(j), w_(std::move(w)) {}
@@ -76,11 +86,11 @@ class Join {
  private:
   FusedJoin j_;
   JoinWeights w_, grads_;
-  uint64_t seed_ = 0;        // the branch dropout's
-  torch::Tensor xhat_, rstd_;  // N's normalized rows and 1/σ
+  uint64_t seed_ = 0;           // the branch dropout's
+  torch::Tensor xhat_, rstd_;   // N's normalized rows and 1/σ
   torch::Tensor ohat_, orstd_;  // N_out's
-  torch::Tensor v_;            // γ's input N_out(G)
-  torch::Tensor x_;            // ω's input (Admin)
+  torch::Tensor v_;             // γ's input N_out(G)
+  torch::Tensor x_;             // ω's input (Admin)
 };
 
 }  // namespace stx

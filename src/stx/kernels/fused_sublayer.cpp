@@ -145,14 +145,47 @@ GradsInto into(const std::vector<torch::Tensor>& g, std::initializer_list<size_t
   return r;
 }
 
+// Sub-LN's norm inside G (Magneto, Wang et al. 2022): on the attention core's output before W_o,
+// on the FFN's activation before W₂; the kind and ε of the join's norm. Absent: the identity.
+struct InnerNorm {
+  torch::Tensor w, b;                  // weight, bias (w undefined: absent)
+  torch::Tensor out, xhat, rstd;       // its output and saved rows
+  torch::Tensor dw, db;                // its gradients, when not direct
+  static constexpr size_t kSaved = 5;  // entries in the node's saved list
+
+  torch::Tensor forward(const torch::Tensor& x, const FusedJoin& j) {
+    if (!w.defined()) return x;
+    return out = norm_forward(x, {}, 1.0, w, b, j.centered, j.eps, xhat, rstd);
+  }
+  void save(std::vector<torch::Tensor>& saved) const {
+    for (const auto* t : {&w, &b, &out, &xhat, &rstd}) saved.push_back(pack_none(*t));
+  }
+  static InnerNorm load(const std::vector<torch::Tensor>& s, size_t at) {
+    InnerNorm r{unpack_none(s[at]), unpack_none(s[at + 1])};
+    r.out = unpack_none(s[at + 2]), r.xhat = unpack_none(s[at + 3]), r.rstd = unpack_none(s[at + 4]);
+    return r;
+  }
+  // The input of the product after it: its output, or x.
+  const torch::Tensor& output(const torch::Tensor& x) const { return w.defined() ? out : x; }
+  // Its input's gradient from its output's; its parameters' gradients added to the node's direct
+  // targets g[at], g[at + 1] (g empty: into dw, db).
+  torch::Tensor backward(const torch::Tensor& dy, const FusedJoin& j, const std::vector<torch::Tensor>& g, size_t at) {
+    if (!w.defined()) return dy;
+    const torch::Tensor none;
+    return norm_backward(dy, xhat, rstd, w, b.defined(), j.centered, g.empty() ? none : g[at],
+                         g.empty() ? none : g[at + 1], dw, db);
+  }
+};
+
 class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
  public:
-  // The join's weights (JoinWeights order), then the projections'.
+  // The join's weights (JoinWeights order), Sub-LN's inner norm's, then the projections'.
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor key_pad, torch::Tensor norm_w,
                                torch::Tensor norm_b, torch::Tensor out_w, torch::Tensor out_b, torch::Tensor gain,
-                               torch::Tensor skip, torch::Tensor wq, torch::Tensor wk, torch::Tensor wv,
-                               torch::Tensor bq, torch::Tensor bk, torch::Tensor bv, torch::Tensor wo, torch::Tensor bo,
-                               int64_t heads, bool causal, double p_attn, FusedJoin fj, DirectGrads direct) {
+                               torch::Tensor skip, torch::Tensor inner_w, torch::Tensor inner_b, torch::Tensor wq,
+                               torch::Tensor wk, torch::Tensor wv, torch::Tensor bq, torch::Tensor bk, torch::Tensor bv,
+                               torch::Tensor wo, torch::Tensor bo, int64_t heads, bool causal, double p_attn,
+                               FusedJoin fj, DirectGrads direct) {
     x = x.contiguous();
     key_pad = unpack_none(key_pad), bo = unpack_none(bo);
     const bool has_bias = unpack_none(bq).defined();
@@ -165,9 +198,11 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     auto qkv = linear(h, W, b).view({B, T, 3 * d});
     AttentionCoreSaved core;
     auto o = attention_core_packed_forward(qkv, key_pad, heads, causal, p_attn, core);
-    auto g = linear(o, wo, bo).view({B, T, d});
+    InnerNorm inner{unpack_none(inner_w), unpack_none(inner_b)};
+    auto g = linear(inner.forward(o, fj), wo, bo).view({B, T, d});
     auto y = join.after(x, g);
     std::vector<torch::Tensor> saved{h, qkv, o, W, wo, core.probs, pack_none(core.noise)};
+    inner.save(saved);
     join.save(ctx, saved);
     ctx->save_for_backward(saved);
     ctx->saved_data["blind"] = core.blind;
@@ -181,19 +216,21 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // the join's 6, wq, wk, wv, bq, bk, bv, wo, bo
-    const GradsInto gqkv = into(g, {6, 7, 8}, {9, 10, 11}), go = into(g, {12}, {13});
+    const auto g = load_direct(ctx);  // the join's 6, inner_w, inner_b, wq, wk, wv, bq, bk, bv, wo, bo
+    const GradsInto gqkv = into(g, {8, 9, 10}, {11, 12, 13}), go = into(g, {14}, {15});
     const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
     const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4];
     const AttentionCoreSaved core{s[5], unpack_none(s[6]), ctx->saved_data["blind"].toTensor()};
-    Join join = Join::load(ctx, s, 7);
+    InnerNorm inner = InnerNorm::load(s, 7);
+    Join join = Join::load(ctx, s, 7 + InnerNorm::kSaved);
     const bool has_bias = ctx->saved_data["has_bias"].toBool();
     const int64_t d = o.size(-1);
     auto dy = grad[0].contiguous();
     torch::Tensor dg, dx, dwo, dbo, dW, db;
     join.branch_backward(dy, dg, dx, gj);
     torch::Tensor d_o;
-    linear_grad(dg, o, wo, ctx->saved_data["has_bo"].toBool(), dwo, dbo, &d_o, false, go);
+    linear_grad(dg, inner.output(o), wo, ctx->saved_data["has_bo"].toBool(), dwo, dbo, &d_o, false, go);
+    d_o = inner.backward(d_o, join.spec(), g, 6);
     auto dqkv = attention_core_packed_backward(qkv, core, ctx->saved_data["heads"].toInt(),
                                                ctx->saved_data["causal"].toBool(), d_o.view(o.sizes()));
     if (join.spec().pre) {
@@ -206,11 +243,12 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     const torch::Tensor none;
     const auto& jg = join.grads();
     if (!g.empty())
-      return {dx,   none, none, none, none, none, none, none, none, none, none,
-              none, none, none, none, none, none, none, none, none, none};
+      return {dx,   none, none, none, none, none, none, none, none, none, none, none,
+              none, none, none, none, none, none, none, none, none, none, none};
     auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
-    return {dx,     none,   jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip, dWs[0], dWs[1], dWs[2],
-            dbs[0], dbs[1], dbs[2],    dwo,       dbo,      none,     none,    none,    none,   none};
+    return {dx,       none,     jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip,
+            inner.dw, inner.db, dWs[0],    dWs[1],    dWs[2],   dbs[0],   dbs[1],  dbs[2],
+            dwo,      dbo,      none,      none,      none,     none,     none};
   }
 };
 
@@ -218,8 +256,8 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
  public:
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor norm_w, torch::Tensor norm_b,
                                torch::Tensor out_w, torch::Tensor out_b, torch::Tensor gain, torch::Tensor skip,
-                               torch::Tensor w1, torch::Tensor b1, torch::Tensor w2, torch::Tensor b2, bool gelu,
-                               FusedJoin fj, DirectGrads direct) {
+                               torch::Tensor mid_w, torch::Tensor mid_b, torch::Tensor w1, torch::Tensor b1,
+                               torch::Tensor w2, torch::Tensor b2, bool gelu, FusedJoin fj, DirectGrads direct) {
     x = x.contiguous(), w1 = w1.contiguous(), w2 = w2.contiguous();
     b1 = unpack_none(b1), b2 = unpack_none(b2);
     Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip}));
@@ -232,9 +270,11 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
       at::parallel_for(0, z.numel(), kRowGrain,
                        [&](int64_t lo, int64_t hi) { activation_forward<T>(zp, ap, lo, hi, gelu); });
     });
-    auto g = linear(a, w2, b2).view(x.sizes());
+    InnerNorm mid{unpack_none(mid_w), unpack_none(mid_b)};
+    auto g = linear(mid.forward(a, fj), w2, b2).view(x.sizes());
     auto y = join.after(x, g);
     std::vector<torch::Tensor> saved{h, z, a, w1, w2};
+    mid.save(saved);
     join.save(ctx, saved);
     ctx->save_for_backward(saved);
     ctx->saved_data["gelu"] = gelu;
@@ -246,16 +286,18 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // the join's 6, w1, b1, w2, b2
-    const GradsInto g1 = into(g, {6}, {7}), g2 = into(g, {8}, {9});
+    const auto g = load_direct(ctx);  // the join's 6, mid_w, mid_b, w1, b1, w2, b2
+    const GradsInto g1 = into(g, {8}, {9}), g2 = into(g, {10}, {11});
     const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
     const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4];
-    Join join = Join::load(ctx, s, 5);
+    InnerNorm mid = InnerNorm::load(s, 5);
+    Join join = Join::load(ctx, s, 5 + InnerNorm::kSaved);
     const bool gelu = ctx->saved_data["gelu"].toBool();
     auto dy = grad[0].contiguous();
     torch::Tensor dg, dx, dw1, db1, dw2, db2, da;
     join.branch_backward(dy, dg, dx, gj);
-    linear_grad(dg, a, w2, ctx->saved_data["has_b2"].toBool(), dw2, db2, &da, false, g2);
+    linear_grad(dg, mid.output(a), w2, ctx->saved_data["has_b2"].toBool(), dw2, db2, &da, false, g2);
+    da = mid.backward(da, join.spec(), g, 6);
     AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation_backward", [&] {
       using T = scalar_t;
       const T *zp = z.data_ptr<T>(), *ap = a.data_ptr<T>();
@@ -273,7 +315,8 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     }
     const torch::Tensor none;
     const auto& jg = join.grads();  // all but dx undefined when direct
-    return {dx, jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip, dw1, db1, dw2, db2, none, none, none};
+    return {dx,     jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip, mid.dw,
+            mid.db, dw1,       db1,       dw2,      db2,      none,    none,    none};
   }
 };
 
@@ -281,25 +324,27 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
 
 torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                        double attention_dropout, const FusedJoin& join, const JoinWeights& jw,
+                                       const torch::Tensor& inner_w, const torch::Tensor& inner_b,
                                        const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
                                        const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
                                        const torch::Tensor& wo, const torch::Tensor& bo) {
-  DirectGrads direct{direct_grad_targets(
-      x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, wq, wk, wv, bq, bk, bv, wo, bo})};
+  DirectGrads direct{direct_grad_targets(x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, inner_w,
+                                             inner_b, wq, wk, wv, bq, bk, bv, wo, bo})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
   return AttentionSublayer::apply(x, pack_none(key_pad), in(jw.norm_w), in(jw.norm_b), in(jw.out_w), in(jw.out_b),
-                                  in(jw.gain), in(jw.skip), in(wq), in(wk), in(wv), in(bq), in(bk), in(bv), in(wo),
-                                  in(bo), heads, causal, attention_dropout, join, std::move(direct))[0];
+                                  in(jw.gain), in(jw.skip), in(inner_w), in(inner_b), in(wq), in(wk), in(wv), in(bq),
+                                  in(bk), in(bv), in(wo), in(bo), heads, causal, attention_dropout, join,
+                                  std::move(direct))[0];
 }
 
 torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
-                                 const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
-                                 const torch::Tensor& b2) {
-  DirectGrads direct{
-      direct_grad_targets(x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, w1, b1, w2, b2})};
+                                 const torch::Tensor& mid_w, const torch::Tensor& mid_b, const torch::Tensor& w1,
+                                 const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2) {
+  DirectGrads direct{direct_grad_targets(
+      x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, mid_w, mid_b, w1, b1, w2, b2})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
   return FFNSublayer::apply(x, in(jw.norm_w), in(jw.norm_b), in(jw.out_w), in(jw.out_b), in(jw.gain), in(jw.skip),
-                            in(w1), in(b1), in(w2), in(b2), gelu, join, std::move(direct))[0];
+                            in(mid_w), in(mid_b), in(w1), in(b1), in(w2), in(b2), gelu, join, std::move(direct))[0];
 }
 
 #else  // no BLAS: fused_sublayer_available() is false

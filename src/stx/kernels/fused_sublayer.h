@@ -4,8 +4,9 @@
 //   Post-LN style:  y = N(α·ω ⊙ x + drop(G(x)))          (Xiong et al. eq. 1; DeepNet eq. 4; Admin)
 //   Pre-LN style:   y = x + drop(c·γ ⊙ N_out(G(s·N(x))))  (Xiong et al.; ReZero, LayerScale, Peri-LN)
 //   (the join and its backward: fused_join.h)
-//   self-attention: G(h) = attn(h W_qkvᵀ + b_qkv) W_oᵀ + b_o     (attention_core.h)
-//   FFN:            G(h) = act(h W₁ᵀ + b₁) W₂ᵀ + b₂,  act = ReLU or GELU (erf form)
+//   self-attention: G(h) = M(attn(h W_qkvᵀ + b_qkv)) W_oᵀ + b_o     (attention_core.h)
+//   FFN:            G(h) = M(act(h W₁ᵀ + b₁)) W₂ᵀ + b₂,  act = ReLU or GELU (erf form)
+//   M: Sub-LN's inner norm (Magneto), else the identity
 // Backward: the join's gives dG from dy; dW = dGᵀ·h, db = Σ_rows dG, dh = dG·W for each product
 //   in reverse; the join's again adds dh to dx (through N, Pre-LN style).
 // It replaces some 170 LibTorch ops and autograd nodes per sub-layer with one node, where the
@@ -28,16 +29,19 @@ namespace stx {
 bool fused_sublayer_available(const torch::Tensor& x, NormKind kind);
 
 // Self-attention. x [B, T, d]; key_pad [B, T] bool (true at padding) or undefined; every bias
-// undefined when absent. attention_dropout: on P (0 outside training).
+// undefined when absent. attention_dropout: on P (0 outside training). inner_w, inner_b: Sub-LN's
+// norm on the core's output before W_o (undefined: none).
 torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                        double attention_dropout, const FusedJoin& join, const JoinWeights& jw,
+                                       const torch::Tensor& inner_w, const torch::Tensor& inner_b,
                                        const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
                                        const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
                                        const torch::Tensor& wo, const torch::Tensor& bo);
 
-// Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU.
+// Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU. mid_w, mid_b:
+// Sub-LN's norm on the activation before W₂ (undefined: none).
 torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
-                                 const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
-                                 const torch::Tensor& b2);
+                                 const torch::Tensor& mid_w, const torch::Tensor& mid_b, const torch::Tensor& w1,
+                                 const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2);
 
 }  // namespace stx

@@ -55,9 +55,9 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
     if (cross) encoder_attn_skip = register_parameter(cross_skip_name_, torch::ones({d}));
     ffn_skip = register_parameter(ffn_skip_name_, torch::ones({d}));
   }
-  // The fused sub-layers (kernels/fused_join.h) cover every join but NormFormer's (head scales and
-  // a norm inside G) and Sub-LN's (norms inside G), in decoder-only layers.
-  fusable_ = !subln && !cross && cfg.scheme != Scheme::NormFormer && self_attn->plain();
+  // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join and
+  // Sub-LN's inner norms; not NormFormer's head scales, QK-norm, soft-capping, cross-attention.
+  fusable_ = !cross && cfg.scheme != Scheme::NormFormer && self_attn->plain_core();
   if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
     self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
     if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
@@ -141,11 +141,13 @@ torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Te
   auto& a = *self_attn;
   const auto& n = self_attn_layer_norm;
   const auto& out = self_attn_out_layer_norm;
+  const auto& inner = a.inner_attn_ln;
   const JoinWeights jw{
       n->weight,      n->bias,       out ? out->weight : torch::Tensor(), out ? out->bias : torch::Tensor(),
       self_attn_gain, self_attn_skip};
   return fused_attention_sublayer(x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0,
-                                  join_of(spec_, n, is_training()), jw, a.q_proj->step_weight(),
+                                  join_of(spec_, n, is_training()), jw, inner ? inner->weight : torch::Tensor(),
+                                  inner ? inner->bias : torch::Tensor(), a.q_proj->step_weight(),
                                   a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias, a.k_proj->bias,
                                   a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
 }
@@ -156,8 +158,10 @@ torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
   const auto& out = ffn_out_layer_norm;
   const JoinWeights jw{n->weight, n->bias, out ? out->weight : torch::Tensor(), out ? out->bias : torch::Tensor(),
                        ffn_gain,  ffn_skip};
-  return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, n, is_training()), jw, f.fc1->step_weight(), f.fc1->bias,
-                            f.fc2->step_weight(), f.fc2->bias);
+  const auto& mid = f.ffn_layernorm;
+  return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, n, is_training()), jw, mid ? mid->weight : torch::Tensor(),
+                            mid ? mid->bias : torch::Tensor(), f.fc1->step_weight(), f.fc1->bias, f.fc2->step_weight(),
+                            f.fc2->bias);
 }
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& self_pad, const torch::Tensor& memory,
