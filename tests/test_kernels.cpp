@@ -396,6 +396,7 @@ void fused_sublayers_equal_composed() {
     NormKind norm;
     Activation act;
     bool sigma;
+    Arch arch = Arch::Decoder;  // encoder-decoder: the cross-attention composed between fused sub-layers
   };
   const std::vector<Case> cases{{Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false},
                                 {Scheme::Pre, NormKind::LayerNorm, Activation::GELU, false},
@@ -412,14 +413,16 @@ void fused_sublayers_equal_composed() {
                                 {Scheme::Admin, NormKind::LayerNorm, Activation::ReLU, false},
                                 {Scheme::Post, NormKind::None, Activation::GELU, true},
                                 {Scheme::SubLN, NormKind::LayerNorm, Activation::GELU, false},
-                                {Scheme::SubLN, NormKind::RMSNorm, Activation::ReLU, true}};
+                                {Scheme::SubLN, NormKind::RMSNorm, Activation::ReLU, true},
+                                {Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false, Arch::EncoderDecoder},
+                                {Scheme::PeriLN, NormKind::LayerNorm, Activation::GELU, false, Arch::EncoderDecoder}};
   for (auto dt : {torch::kDouble, torch::kFloat})
     for (const auto& c : cases)
       for (double p : {0.0, 0.1}) {
-        SCOPED_TRACE(to_string(c.scheme) + "/" + to_string(c.norm) + (c.act == Activation::GELU ? "/gelu" : "/relu") +
-                     (c.sigma ? "/sigma" : "") + " dropout " + std::to_string(p) +
-                     (dt == torch::kDouble ? " float64" : " float32"));
-        auto m = test::tiny(Arch::Decoder, c.scheme, c.norm, c.sigma);
+        SCOPED_TRACE(to_string(c.arch) + "/" + to_string(c.scheme) + "/" + to_string(c.norm) +
+                     (c.act == Activation::GELU ? "/gelu" : "/relu") + (c.sigma ? "/sigma" : "") + " dropout " +
+                     std::to_string(p) + (dt == torch::kDouble ? " float64" : " float32"));
+        auto m = test::tiny(c.arch, c.scheme, c.norm, c.sigma);
         m.d_model = 16, m.n_heads = 2, m.d_ff = 24, m.decoder_layers = 4, m.activation = c.act;
         m.dropout = p, m.attention_dropout = p;
         Transformer model(m);
@@ -433,6 +436,7 @@ void fused_sublayers_equal_composed() {
         model->to(dt);
         model->train();
         auto tgt = test::tokens(3, 7, m.vocab_size, 2);  // the last row ends in padding
+        auto src = test::tokens(3, 5, m.vocab_size, 1);
         std::vector<std::vector<torch::Tensor>> grads;
         std::vector<torch::Tensor> logits;
         std::vector<torch::Tensor> buffers;  // σReparam's u, v: each training forward iterates them
@@ -446,7 +450,7 @@ void fused_sublayers_equal_composed() {
             for (size_t i = 0; i < bs.size(); ++i) bs[i].copy_(buffers[i]);
           }
           model->zero_grad();
-          auto y = model->forward(torch::Tensor(), tgt);
+          auto y = model->forward(c.arch == Arch::EncoderDecoder ? src : torch::Tensor(), tgt);
           (y * y).mean().backward();
           logits.push_back(y.detach());
           grads.emplace_back();
@@ -497,6 +501,14 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
     EXPECT_NE(last_node(scheme, false, false, NormKind::None).find("FFNSublayer"), std::string::npos)
         << to_string(scheme) << " without norms";
   EXPECT_EQ(last_node(Scheme::Pre, false, false, NormKind::DyT).find("FFNSublayer"), std::string::npos) << "DyT";
+  {  // a decoder layer with cross-attention: fused self-attention and FFN around the composed cross
+    auto m = test::tiny(Arch::EncoderDecoder, Scheme::Pre);
+    m.d_model = 16;
+    Layer layer(m, /*causal=*/true, /*cross=*/true, 1.0, 0, 2);
+    auto in = torch::randn({2, 5, 16}).requires_grad_(true), memory = torch::randn({2, 3, 16});
+    auto y = layer->forward(in, {}, memory, {}, TapSite{});
+    EXPECT_NE(y.grad_fn()->name().find("FFNSublayer"), std::string::npos);
+  }
   EXPECT_EQ(last_node(Scheme::NormFormer, false, false).find("FFNSublayer"), std::string::npos) << "NormFormer";
   EXPECT_EQ(last_node(Scheme::Pre, true, false).find("FFNSublayer"), std::string::npos) << "QK-LayerNorm";
   EXPECT_EQ(last_node(Scheme::Pre, false, true).find("FFNSublayer"), std::string::npos) << "a tap";

@@ -56,8 +56,9 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
     ffn_skip = register_parameter(ffn_skip_name_, torch::ones({d}));
   }
   // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join and
-  // Sub-LN's inner norms; not NormFormer's head scales, QK-norm, soft-capping, cross-attention.
-  fusable_ = !cross && cfg.scheme != Scheme::NormFormer && self_attn->plain_core();
+  // Sub-LN's inner norms; not NormFormer's head scales, QK-norm or soft-capping. A decoder
+  // layer's cross-attention stays composed between its fused self-attention and FFN.
+  fusable_ = cfg.scheme != Scheme::NormFormer && self_attn->plain_core();
   if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
     self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
     if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
@@ -164,9 +165,22 @@ torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
                             f.fc2->bias);
 }
 
+torch::Tensor LayerImpl::cross_attn(const torch::Tensor& x, const torch::Tensor& memory,
+                                    const torch::Tensor& memory_pad, const TapSite& tap) {
+  return residual(
+      spec_, is_training(), sub(kCross),
+      [&](const torch::Tensor& h) {
+        return encoder_attn->forward(h, memory, memory_pad, false, tap.sub("encoder_attn"));
+      },
+      x, {"cross1", "cross2", "cross3"}, tap);
+}
+
 torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& self_pad, const torch::Tensor& memory,
                                  const torch::Tensor& memory_pad, const TapSite& tap) {
-  if (use_fused(x0, tap)) return fused_ffn(fused_self_attn(x0, self_pad));
+  if (use_fused(x0, tap)) {  // the cross-attention sub-layer, if any, composed between the fused two
+    auto x = fused_self_attn(x0, self_pad);
+    return fused_ffn(encoder_attn ? cross_attn(x, memory, memory_pad, tap) : x);
+  }
   const bool pre = !spec_.post_style;
   tap("input", x0);
   auto x = residual(
@@ -177,14 +191,7 @@ torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& s
       x0,
       pre ? std::array<const char*, 3>{"pre1", "pre2", "pre3"} : std::array<const char*, 3>{"post1", "post2", "post3"},
       tap);
-  if (encoder_attn) {
-    x = residual(
-        spec_, is_training(), sub(kCross),
-        [&](const torch::Tensor& h) {
-          return encoder_attn->forward(h, memory, memory_pad, false, tap.sub("encoder_attn"));
-        },
-        x, {"cross1", "cross2", "cross3"}, tap);
-  }
+  if (encoder_attn) x = cross_attn(x, memory, memory_pad, tap);
   return residual(
       spec_, is_training(), sub(kFFN), [&](const torch::Tensor& h) { return ffn->forward(h, &ffn_layernorm); }, x,
       pre ? std::array<const char*, 3>{"pre4", "pre5", "output"}

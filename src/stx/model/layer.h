@@ -59,6 +59,8 @@ class LayerImpl : public torch::nn::Module {
   bool use_fused(const torch::Tensor& x, const TapSite& tap) const;
   torch::Tensor fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad);
   torch::Tensor fused_ffn(const torch::Tensor& x);
+  torch::Tensor cross_attn(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_pad,
+                           const TapSite& tap);
 
   ResidualSpec spec_;
   bool fusable_ = false;
