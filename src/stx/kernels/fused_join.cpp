@@ -36,6 +36,12 @@ void weighted_sum(const torch::Tensor& a, const torch::Tensor& b, const torch::T
   else out = g;
 }
 
+// x [.., d] with each head's d/h columns times its κ (NormFormer's head scales, h = κ's size).
+torch::Tensor by_head(const torch::Tensor& x, const torch::Tensor& kappa) {
+  const int64_t h = kappa.numel(), d = x.size(-1);
+  return (x.reshape({-1, h, d / h}) * kappa.view({h, 1})).view(x.sizes());
+}
+
 const torch::Tensor& at_or_none(const std::vector<torch::Tensor>& v, size_t i) {
   static const torch::Tensor none;
   return i < v.size() ? v[i] : none;
@@ -81,12 +87,12 @@ torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, 
 
 JoinWeights JoinWeights::of(const std::vector<torch::Tensor>& t, size_t at) {
   auto u = [&](size_t i) { return unpack_none(t.at(at + i)); };
-  return {u(0), u(1), u(2), u(3), u(4), u(5)};
+  return {u(0), u(1), u(2), u(3), u(4), u(5), u(6)};
 }
 
 torch::Tensor Join::before(const torch::Tensor& x) {
-  TORCH_CHECK(j_.pre ? !w_.skip.defined() : !w_.gain.defined() && !w_.out_w.defined(),
-              "fused join: a skip weight needs the Post-LN style, a gain or an output norm the Pre-LN style");
+  TORCH_CHECK(j_.pre || (!w_.gain.defined() && !w_.out_w.defined() && !w_.heads.defined()),
+              "fused join: a gain, head scales or an output norm need the Pre-LN style");
   if (!j_.pre) return x;
   auto h = j_.normed ? norm_forward(x, {}, 1.0, w_.norm_w, w_.norm_b, j_.centered, j_.eps, xhat_, rstd_) : x;
   return j_.norm_scale == 1.0 ? h : j_.normed ? h.mul_(j_.norm_scale) : h * j_.norm_scale;
@@ -94,12 +100,16 @@ torch::Tensor Join::before(const torch::Tensor& x) {
 
 torch::Tensor Join::after(const torch::Tensor& x, torch::Tensor& g) {
   if (j_.pre) {
-    auto v = w_.out_w.defined() ? norm_forward(g, {}, 1.0, w_.out_w, w_.out_b, j_.centered, j_.eps, ohat_, orstd_) : g;
+    auto u = g;
+    if (w_.heads.defined()) u_ = g, u = by_head(g, w_.heads);
+    auto v = w_.out_w.defined() ? norm_forward(u, {}, 1.0, w_.out_w, w_.out_b, j_.centered, j_.eps, ohat_, orstd_) : u;
     if (w_.gain.defined()) v_ = v;
     auto b = w_.gain.defined() ? v * w_.gain : v;
     if (j_.branch_scale != 1.0) b.mul_(j_.branch_scale);
     if (j_.dropout > 0) seed_ = dropout_seed(), dropout_apply_(b, seed_, j_.dropout);
-    return x + b;
+    if (!w_.skip.defined()) return x + b;
+    x_ = x;
+    return x * w_.skip + b;
   }
   if (j_.dropout > 0) seed_ = dropout_seed(), dropout_apply_(g, seed_, j_.dropout);
   auto xs = w_.skip.defined() ? x * w_.skip : x;
@@ -110,7 +120,7 @@ torch::Tensor Join::after(const torch::Tensor& x, torch::Tensor& g) {
 
 void Join::save(torch::autograd::AutogradContext* ctx, std::vector<torch::Tensor>& saved) const {
   for (const auto& t : w_.list()) saved.push_back(pack_none(t));
-  for (const auto* t : {&xhat_, &rstd_, &ohat_, &orstd_, &v_, &x_}) saved.push_back(pack_none(*t));
+  for (const auto* t : {&xhat_, &rstd_, &ohat_, &orstd_, &v_, &u_, &x_}) saved.push_back(pack_none(*t));
   ctx->saved_data["join_flags"] = std::vector<bool>{j_.pre, j_.normed, j_.centered};
   ctx->saved_data["join_values"] = std::vector<double>{j_.eps, j_.alpha, j_.norm_scale, j_.branch_scale, j_.dropout};
   ctx->saved_data["join_seed"] = static_cast<int64_t>(seed_);
@@ -127,7 +137,7 @@ Join Join::load(torch::autograd::AutogradContext* ctx, const std::vector<torch::
   const size_t s = at + JoinWeights::kCount;
   r.xhat_ = unpack_none(saved[s]), r.rstd_ = unpack_none(saved[s + 1]);
   r.ohat_ = unpack_none(saved[s + 2]), r.orstd_ = unpack_none(saved[s + 3]);
-  r.v_ = unpack_none(saved[s + 4]), r.x_ = unpack_none(saved[s + 5]);
+  r.v_ = unpack_none(saved[s + 4]), r.u_ = unpack_none(saved[s + 5]), r.x_ = unpack_none(saved[s + 6]);
   return r;
 }
 
@@ -135,7 +145,12 @@ void Join::branch_backward(const torch::Tensor& dy, torch::Tensor& dg, torch::Te
                            const std::vector<torch::Tensor>& into) {
   const auto& t_ = [&](size_t i) -> const torch::Tensor& { return at_or_none(into, i); };
   if (j_.pre) {
-    dx = dy.clone();
+    if (w_.skip.defined()) {
+      weighted_sum(dy, x_, w_.skip, t_(5), grads_.skip);
+      dx = dy * w_.skip;
+    } else {
+      dx = dy.clone();
+    }
     dg = dy.clone();
     if (j_.branch_scale != 1.0) dg.mul_(j_.branch_scale);
     if (j_.dropout > 0) dropout_apply_(dg, seed_, j_.dropout);
@@ -146,6 +161,13 @@ void Join::branch_backward(const torch::Tensor& dy, torch::Tensor& dg, torch::Te
     if (w_.out_w.defined())
       dg = norm_backward(dg, ohat_, orstd_, w_.out_w, w_.out_b.defined(), j_.centered, t_(2), t_(3), grads_.out_w,
                          grads_.out_b);
+    if (w_.heads.defined()) {
+      const int64_t h = w_.heads.numel(), d = dg.size(-1);
+      auto per_head = (dg * u_).view({-1, h, d / h}).sum(std::vector<int64_t>{0, 2});  // dκ
+      if (t_(6).defined()) t_(6).add_(per_head);
+      else grads_.heads = per_head;
+      dg = by_head(dg, w_.heads);
+    }
     return;
   }
   auto ds = j_.normed ? norm_backward(dy, xhat_, rstd_, w_.norm_w, w_.norm_b.defined(), j_.centered, t_(0), t_(1),

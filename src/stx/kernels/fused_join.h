@@ -1,15 +1,16 @@
 // stx/kernels/fused_join.h — the residual join around a fused sub-layer's G (fused_sublayer.h),
 // forward and backward by hand, for every scheme whose join is one of (model/residual.h):
-//   Pre-LN style:   h = s · N(x),  y = x + drop(c · γ ⊙ N_out(G(h)))
+//   Pre-LN style:   h = s · N(x),  y = ω ⊙ x + drop(c · γ ⊙ N_out(κ ⊙ G(h)))
 //                   pre, ln-scaling (s), depth-scaled (c), rezero (γ = α_l, no N), layerscale
-//                   (γ = λ_l ∈ ℝ^d), peri-ln (N_out), Mix-LN's upper layers
+//                   (γ = λ_l ∈ ℝ^d), peri-ln (N_out), Mix-LN's upper layers, normformer (κ ∈ ℝ^h
+//                   the head scales and N_out attn_ln on the attention; ω w_resid on the FFN)
 //   Post-LN style:  h = x,         y = N(α · ω ⊙ x + drop(G(h)))
 //                   post, post-init, deepnorm (α), admin (ω ∈ ℝ^d), Mix-LN's lower layers;
 //                   with norm: none (σReparam without norms) N is the identity
-// N and N_out are LayerNorm or RMSNorm (or absent: identity); γ, ω absent: 1. Backward, with dy
-// the gradient of y and t = c · drop(dy) the gradient of γ ⊙ N_out(G):
-//   Pre:  dγ = Σ t ⊙ N_out(G) (over rows; and over columns when γ is a scalar), dG = N_out'(γ ⊙ t),
-//         dx = dy + N'(s · dh)
+// N and N_out are LayerNorm or RMSNorm (or absent: identity); γ, ω, κ absent: 1; κ scales each
+// head's d/h columns. Backward, with dy the gradient of y and t = c · drop(dy) that of γ ⊙ N_out:
+//   Pre:  dγ = Σ t ⊙ N_out(κ ⊙ G) (over rows; and over columns when γ is a scalar), u = N_out'(γ ⊙ t),
+//         dκ = Σ u ⊙ G (per head), dG = κ ⊙ u, dω = Σ dy ⊙ x, dx = ω ⊙ dy + N'(s · dh)
 //   Post: ds = N'(dy), dG = drop(ds), dω = Σ α · ds ⊙ x, dx = ω ⊙ α · ds + dh
 // N'(·) is norm_rows.h's backward, which also gives the norm's weight and bias gradients.
 #pragma once
@@ -35,11 +36,12 @@ struct FusedJoin {
 // The join's parameters; undefined where the scheme has none.
 struct JoinWeights {
   torch::Tensor norm_w, norm_b;  // N's weight and bias [d]
-  torch::Tensor out_w, out_b;    // N_out's (Peri-LN, Pre-LN style)
+  torch::Tensor out_w, out_b;    // N_out's (Peri-LN; NormFormer's attn_ln), Pre-LN style
   torch::Tensor gain;            // γ: ReZero's α_l [1] or LayerScale's λ_l [d] (Pre-LN style)
-  torch::Tensor skip;            // ω: Admin's [d] (Post-LN style)
-  static constexpr size_t kCount = 6;
-  std::vector<torch::Tensor> list() const { return {norm_w, norm_b, out_w, out_b, gain, skip}; }
+  torch::Tensor skip;            // ω: Admin's [d] (Post-LN style), NormFormer's w_resid [d] (Pre-LN)
+  torch::Tensor heads;           // κ: NormFormer's head scales c_attn [h] (Pre-LN style)
+  static constexpr size_t kCount = 7;
+  std::vector<torch::Tensor> list() const { return {norm_w, norm_b, out_w, out_b, gain, skip, heads}; }
   static JoinWeights of(const std::vector<torch::Tensor>& t, size_t at = 0);  // from list()'s order
 };
 
@@ -89,8 +91,9 @@ class Join {
   uint64_t seed_ = 0;           // the branch dropout's
   torch::Tensor xhat_, rstd_;   // N's normalized rows and 1/σ
   torch::Tensor ohat_, orstd_;  // N_out's
-  torch::Tensor v_;             // γ's input N_out(G)
-  torch::Tensor x_;             // ω's input (Admin)
+  torch::Tensor v_;             // γ's input N_out(κ ⊙ G)
+  torch::Tensor u_;             // κ's input G
+  torch::Tensor x_;             // ω's input
 };
 
 }  // namespace stx

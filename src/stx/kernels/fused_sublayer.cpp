@@ -182,10 +182,10 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
   // The join's weights (JoinWeights order), Sub-LN's inner norm's, then the projections'.
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor key_pad, torch::Tensor norm_w,
                                torch::Tensor norm_b, torch::Tensor out_w, torch::Tensor out_b, torch::Tensor gain,
-                               torch::Tensor skip, torch::Tensor inner_w, torch::Tensor inner_b, torch::Tensor wq,
-                               torch::Tensor wk, torch::Tensor wv, torch::Tensor bq, torch::Tensor bk, torch::Tensor bv,
-                               torch::Tensor wo, torch::Tensor bo, int64_t heads, bool causal, double p_attn,
-                               FusedJoin fj, DirectGrads direct) {
+                               torch::Tensor skip, torch::Tensor kappa, torch::Tensor inner_w, torch::Tensor inner_b,
+                               torch::Tensor wq, torch::Tensor wk, torch::Tensor wv, torch::Tensor bq, torch::Tensor bk,
+                               torch::Tensor bv, torch::Tensor wo, torch::Tensor bo, int64_t heads, bool causal,
+                               double p_attn, FusedJoin fj, DirectGrads direct) {
     x = x.contiguous();
     key_pad = unpack_none(key_pad), bo = unpack_none(bo);
     const bool has_bias = unpack_none(bq).defined();
@@ -193,7 +193,7 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     auto W = torch::cat({wq, wk, wv}).contiguous();
     auto b = has_bias ? torch::cat({bq, bk, bv}) : torch::Tensor();
     wo = wo.contiguous();
-    Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip}));
+    Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip, kappa}));
     auto h = join.before(x);
     auto qkv = linear(h, W, b).view({B, T, 3 * d});
     AttentionCoreSaved core;
@@ -216,8 +216,8 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // the join's 6, inner_w, inner_b, wq, wk, wv, bq, bk, bv, wo, bo
-    const GradsInto gqkv = into(g, {8, 9, 10}, {11, 12, 13}), go = into(g, {14}, {15});
+    const auto g = load_direct(ctx);  // the join's 7, inner_w, inner_b, wq, wk, wv, bq, bk, bv, wo, bo
+    const GradsInto gqkv = into(g, {9, 10, 11}, {12, 13, 14}), go = into(g, {15}, {16});
     const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
     const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4];
     const AttentionCoreSaved core{s[5], unpack_none(s[6]), ctx->saved_data["blind"].toTensor()};
@@ -230,7 +230,7 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     join.branch_backward(dy, dg, dx, gj);
     torch::Tensor d_o;
     linear_grad(dg, inner.output(o), wo, ctx->saved_data["has_bo"].toBool(), dwo, dbo, &d_o, false, go);
-    d_o = inner.backward(d_o, join.spec(), g, 6);
+    d_o = inner.backward(d_o, join.spec(), g, JoinWeights::kCount);
     auto dqkv = attention_core_packed_backward(qkv, core, ctx->saved_data["heads"].toInt(),
                                                ctx->saved_data["causal"].toBool(), d_o.view(o.sizes()));
     if (join.spec().pre) {
@@ -244,11 +244,11 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     const auto& jg = join.grads();
     if (!g.empty())
       return {dx,   none, none, none, none, none, none, none, none, none, none, none,
-              none, none, none, none, none, none, none, none, none, none, none};
+              none, none, none, none, none, none, none, none, none, none, none, none};
     auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
     return {dx,       none,     jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip,
-            inner.dw, inner.db, dWs[0],    dWs[1],    dWs[2],   dbs[0],   dbs[1],  dbs[2],
-            dwo,      dbo,      none,      none,      none,     none,     none};
+            jg.heads, inner.dw, inner.db,  dWs[0],    dWs[1],   dWs[2],   dbs[0],  dbs[1],
+            dbs[2],   dwo,      dbo,       none,      none,     none,     none,    none};
   }
 };
 
@@ -256,11 +256,12 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
  public:
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor norm_w, torch::Tensor norm_b,
                                torch::Tensor out_w, torch::Tensor out_b, torch::Tensor gain, torch::Tensor skip,
-                               torch::Tensor mid_w, torch::Tensor mid_b, torch::Tensor w1, torch::Tensor b1,
-                               torch::Tensor w2, torch::Tensor b2, bool gelu, FusedJoin fj, DirectGrads direct) {
+                               torch::Tensor kappa, torch::Tensor mid_w, torch::Tensor mid_b, torch::Tensor w1,
+                               torch::Tensor b1, torch::Tensor w2, torch::Tensor b2, bool gelu, FusedJoin fj,
+                               DirectGrads direct) {
     x = x.contiguous(), w1 = w1.contiguous(), w2 = w2.contiguous();
     b1 = unpack_none(b1), b2 = unpack_none(b2);
-    Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip}));
+    Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip, kappa}));
     auto h = join.before(x);
     auto z = linear(h, w1, b1);  // [N, d_ff]; after the activation, GELU's derivative
     auto a = torch::empty_like(z);
@@ -286,8 +287,8 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // the join's 6, mid_w, mid_b, w1, b1, w2, b2
-    const GradsInto g1 = into(g, {8}, {9}), g2 = into(g, {10}, {11});
+    const auto g = load_direct(ctx);  // the join's 7, mid_w, mid_b, w1, b1, w2, b2
+    const GradsInto g1 = into(g, {9}, {10}), g2 = into(g, {11}, {12});
     const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
     const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4];
     InnerNorm mid = InnerNorm::load(s, 5);
@@ -297,7 +298,7 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     torch::Tensor dg, dx, dw1, db1, dw2, db2, da;
     join.branch_backward(dy, dg, dx, gj);
     linear_grad(dg, mid.output(a), w2, ctx->saved_data["has_b2"].toBool(), dw2, db2, &da, false, g2);
-    da = mid.backward(da, join.spec(), g, 6);
+    da = mid.backward(da, join.spec(), g, JoinWeights::kCount);
     AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation_backward", [&] {
       using T = scalar_t;
       const T *zp = z.data_ptr<T>(), *ap = a.data_ptr<T>();
@@ -315,7 +316,7 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     }
     const torch::Tensor none;
     const auto& jg = join.grads();  // all but dx undefined when direct
-    return {dx,     jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip, mid.dw,
+    return {dx,     jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip, jg.heads, mid.dw,
             mid.db, dw1,       db1,       dw2,      db2,      none,    none,    none};
   }
 };
@@ -328,23 +329,24 @@ torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tens
                                        const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
                                        const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
                                        const torch::Tensor& wo, const torch::Tensor& bo) {
-  DirectGrads direct{direct_grad_targets(x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, inner_w,
-                                             inner_b, wq, wk, wv, bq, bk, bv, wo, bo})};
+  DirectGrads direct{direct_grad_targets(x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, jw.heads,
+                                             inner_w, inner_b, wq, wk, wv, bq, bk, bv, wo, bo})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
   return AttentionSublayer::apply(x, pack_none(key_pad), in(jw.norm_w), in(jw.norm_b), in(jw.out_w), in(jw.out_b),
-                                  in(jw.gain), in(jw.skip), in(inner_w), in(inner_b), in(wq), in(wk), in(wv), in(bq),
-                                  in(bk), in(bv), in(wo), in(bo), heads, causal, attention_dropout, join,
-                                  std::move(direct))[0];
+                                  in(jw.gain), in(jw.skip), in(jw.heads), in(inner_w), in(inner_b), in(wq), in(wk),
+                                  in(wv), in(bq), in(bk), in(bv), in(wo), in(bo), heads, causal, attention_dropout,
+                                  join, std::move(direct))[0];
 }
 
 torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
                                  const torch::Tensor& mid_w, const torch::Tensor& mid_b, const torch::Tensor& w1,
                                  const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2) {
   DirectGrads direct{direct_grad_targets(
-      x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, mid_w, mid_b, w1, b1, w2, b2})};
+      x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, jw.heads, mid_w, mid_b, w1, b1, w2, b2})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
   return FFNSublayer::apply(x, in(jw.norm_w), in(jw.norm_b), in(jw.out_w), in(jw.out_b), in(jw.gain), in(jw.skip),
-                            in(mid_w), in(mid_b), in(w1), in(b1), in(w2), in(b2), gelu, join, std::move(direct))[0];
+                            in(jw.heads), in(mid_w), in(mid_b), in(w1), in(b1), in(w2), in(b2), gelu, join,
+                            std::move(direct))[0];
 }
 
 #else  // no BLAS: fused_sublayer_available() is false

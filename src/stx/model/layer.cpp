@@ -55,10 +55,10 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
     if (cross) encoder_attn_skip = register_parameter(cross_skip_name_, torch::ones({d}));
     ffn_skip = register_parameter(ffn_skip_name_, torch::ones({d}));
   }
-  // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join and
-  // Sub-LN's inner norms; not NormFormer's head scales, QK-norm or soft-capping. A decoder
-  // layer's cross-attention stays composed between its fused self-attention and FFN.
-  fusable_ = cfg.scheme != Scheme::NormFormer && self_attn->plain_core();
+  // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join, the
+  // norms Sub-LN and NormFormer put inside G and NormFormer's head scales; not QK-norm or
+  // soft-capping. A decoder layer's cross-attention stays composed between its fused two.
+  fusable_ = self_attn->plain_core();
   if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
     self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
     if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
@@ -141,11 +141,11 @@ FusedJoin join_of(const ResidualSpec& spec, const Norm& norm, bool training) {
 torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad) {
   auto& a = *self_attn;
   const auto& n = self_attn_layer_norm;
-  const auto& out = self_attn_out_layer_norm;
+  const auto& out = self_attn_out_layer_norm ? self_attn_out_layer_norm : attn_ln;  // Peri-LN's; NormFormer's
   const auto& inner = a.inner_attn_ln;
   const JoinWeights jw{
-      n->weight,      n->bias,       out ? out->weight : torch::Tensor(), out ? out->bias : torch::Tensor(),
-      self_attn_gain, self_attn_skip};
+      n->weight,      n->bias, out ? out->weight : torch::Tensor(), out ? out->bias : torch::Tensor(), self_attn_gain,
+      self_attn_skip, c_attn};
   return fused_attention_sublayer(x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0,
                                   join_of(spec_, n, is_training()), jw, inner ? inner->weight : torch::Tensor(),
                                   inner ? inner->bias : torch::Tensor(), a.q_proj->step_weight(),
@@ -157,9 +157,13 @@ torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
   auto& f = *ffn;
   const auto& n = final_layer_norm;
   const auto& out = ffn_out_layer_norm;
-  const JoinWeights jw{n->weight, n->bias, out ? out->weight : torch::Tensor(), out ? out->bias : torch::Tensor(),
-                       ffn_gain,  ffn_skip};
-  const auto& mid = f.ffn_layernorm;
+  const JoinWeights jw{n->weight,
+                       n->bias,
+                       out ? out->weight : torch::Tensor(),
+                       out ? out->bias : torch::Tensor(),
+                       ffn_gain,
+                       ffn_skip.defined() ? ffn_skip : w_resid};
+  const auto& mid = ffn_layernorm ? ffn_layernorm : f.ffn_layernorm;  // NormFormer's; Sub-LN's
   return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, n, is_training()), jw, mid ? mid->weight : torch::Tensor(),
                             mid ? mid->bias : torch::Tensor(), f.fc1->step_weight(), f.fc1->bias, f.fc2->step_weight(),
                             f.fc2->bias);
