@@ -118,7 +118,8 @@ TEST(DirectGrads, EqualAutogradsAccumulation) {
                                     {Scheme::PeriLN, NormKind::RMSNorm},
                                     {Scheme::Admin, NormKind::LayerNorm},
                                     {Scheme::SubLN, NormKind::LayerNorm},
-                                    {Scheme::NormFormer, NormKind::LayerNorm}}) {
+                                    {Scheme::NormFormer, NormKind::LayerNorm},
+                                    {Scheme::PeriLN, NormKind::DyT}}) {
           SCOPED_TRACE(to_string(scheme) + "/" + to_string(norm) + (dt == torch::kDouble ? " float64" : " float32") +
                        " threads " + std::to_string(t) + (zero ? " from zero" : " accumulating"));
           auto model = tiny_model(scheme, norm, false, dt);

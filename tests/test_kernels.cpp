@@ -415,6 +415,10 @@ void fused_sublayers_equal_composed() {
                                 {Scheme::SubLN, NormKind::LayerNorm, Activation::GELU, false},
                                 {Scheme::SubLN, NormKind::RMSNorm, Activation::ReLU, true},
                                 {Scheme::NormFormer, NormKind::LayerNorm, Activation::GELU, false},
+                                {Scheme::Pre, NormKind::DyT, Activation::GELU, false},
+                                {Scheme::Post, NormKind::DyT, Activation::ReLU, false},
+                                {Scheme::PeriLN, NormKind::DyT, Activation::ReLU, false},
+                                {Scheme::SubLN, NormKind::DyT, Activation::GELU, false},
                                 {Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false, Arch::EncoderDecoder},
                                 {Scheme::PeriLN, NormKind::LayerNorm, Activation::GELU, false, Arch::EncoderDecoder}};
   for (auto dt : {torch::kDouble, torch::kFloat})
@@ -475,7 +479,7 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
   auto x = torch::randn({2, 5, 16});
   EXPECT_TRUE(fused_sublayer_available(x, NormKind::LayerNorm));
   EXPECT_TRUE(fused_sublayer_available(x, NormKind::RMSNorm));
-  EXPECT_FALSE(fused_sublayer_available(x, NormKind::DyT));
+  EXPECT_TRUE(fused_sublayer_available(x, NormKind::DyT));
   EXPECT_FALSE(fused_sublayer_available(x.to(torch::kHalf), NormKind::LayerNorm));
   set_layer_path(LayerPath::Composed);
   EXPECT_FALSE(fused_sublayer_available(x, NormKind::LayerNorm));
@@ -501,7 +505,7 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
   for (auto scheme : {Scheme::ReZero, Scheme::Post})
     EXPECT_NE(last_node(scheme, false, false, NormKind::None).find("FFNSublayer"), std::string::npos)
         << to_string(scheme) << " without norms";
-  EXPECT_EQ(last_node(Scheme::Pre, false, false, NormKind::DyT).find("FFNSublayer"), std::string::npos) << "DyT";
+  EXPECT_NE(last_node(Scheme::Pre, false, false, NormKind::DyT).find("FFNSublayer"), std::string::npos) << "DyT";
   {  // a decoder layer with cross-attention: fused self-attention and FFN around the composed cross
     auto m = test::tiny(Arch::EncoderDecoder, Scheme::Pre);
     m.d_model = 16;

@@ -7,7 +7,7 @@
 //   Post-LN style:  h = x,         y = N(α · ω ⊙ x + drop(G(h)))
 //                   post, post-init, deepnorm (α), admin (ω ∈ ℝ^d), Mix-LN's lower layers;
 //                   with norm: none (σReparam without norms) N is the identity
-// N and N_out are LayerNorm or RMSNorm (or absent: identity); γ, ω, κ absent: 1; κ scales each
+// N and N_out are LayerNorm, RMSNorm or Dynamic Tanh (or absent: identity); γ, ω, κ absent: 1; κ scales each
 // head's d/h columns. Backward, with dy the gradient of y and t = c · drop(dy) that of γ ⊙ N_out:
 //   Pre:  dγ = Σ t ⊙ N_out(κ ⊙ G) (over rows; and over columns when γ is a scalar), u = N_out'(γ ⊙ t),
 //         dκ = Σ u ⊙ G (per head), dG = κ ⊙ u, dω = Σ dy ⊙ x, dx = ω ⊙ dy + N'(s · dh)
@@ -25,7 +25,7 @@ namespace stx {
 struct FusedJoin {
   bool pre = false;           // Pre-LN style (else Post-LN style)
   bool normed = true;         // N (and N_out) present (else the identity: norm none)
-  bool centered = true;       // LayerNorm (else RMSNorm)
+  bool centered = true;       // LayerNorm (else RMSNorm; Dynamic Tanh: by its α)
   double eps = 1e-5;          // the norm's ε
   double alpha = 1.0;         // Post-LN style: DeepNorm's α
   double norm_scale = 1.0;    // Pre-LN style: s (LayerNorm Scaling)
@@ -33,15 +33,20 @@ struct FusedJoin {
   double dropout = 0.0;       // on the branch's output; 0 outside training
 };
 
+// A norm's parameters (w undefined: no norm; a: Dynamic Tanh's α).
+struct NormWeights {
+  torch::Tensor w, b, a;
+};
+
 // The join's parameters; undefined where the scheme has none.
 struct JoinWeights {
-  torch::Tensor norm_w, norm_b;  // N's weight and bias [d]
-  torch::Tensor out_w, out_b;    // N_out's (Peri-LN; NormFormer's attn_ln), Pre-LN style
-  torch::Tensor gain;            // γ: ReZero's α_l [1] or LayerScale's λ_l [d] (Pre-LN style)
-  torch::Tensor skip;            // ω: Admin's [d] (Post-LN style), NormFormer's w_resid [d] (Pre-LN)
-  torch::Tensor heads;           // κ: NormFormer's head scales c_attn [h] (Pre-LN style)
-  static constexpr size_t kCount = 7;
-  std::vector<torch::Tensor> list() const { return {norm_w, norm_b, out_w, out_b, gain, skip, heads}; }
+  torch::Tensor norm_w, norm_b, norm_a;  // N's weight and bias [d], Dynamic Tanh's α [1]
+  torch::Tensor out_w, out_b, out_a;     // N_out's (Peri-LN; NormFormer's attn_ln), Pre-LN style
+  torch::Tensor gain;                    // γ: ReZero's α_l [1] or LayerScale's λ_l [d] (Pre-LN style)
+  torch::Tensor skip;                    // ω: Admin's [d] (Post-LN style), NormFormer's w_resid [d] (Pre-LN)
+  torch::Tensor heads;                   // κ: NormFormer's head scales c_attn [h] (Pre-LN style)
+  enum Index : size_t { kNormW, kNormB, kNormA, kOutW, kOutB, kOutA, kGain, kSkip, kHeads, kCount };
+  std::vector<torch::Tensor> list() const { return {norm_w, norm_b, norm_a, out_w, out_b, out_a, gain, skip, heads}; }
   static JoinWeights of(const std::vector<torch::Tensor>& t, size_t at = 0);  // from list()'s order
 };
 
@@ -52,15 +57,18 @@ struct GradsInto {
   std::vector<torch::Tensor> w, b;
 };
 
-// A LayerNorm (centered) or RMSNorm over the rows of x (norm_rows.h): y = N(α·x + g) (g undefined:
-// N(x)), with N's normalized rows ŝ and 1/σ saved for its backward.
+// A LayerNorm (centered) or RMSNorm over the rows of x (norm_rows.h), or Dynamic Tanh where its α
+// `a` is given: y = N(α·x + g) (g undefined: N(x)), with what its backward needs saved in xhat,
+// rstd (the normalized rows and 1/σ; for Dynamic Tanh tanh(a·s) and s).
 torch::Tensor norm_forward(const torch::Tensor& x, const torch::Tensor& g, double alpha, const torch::Tensor& w,
-                           const torch::Tensor& b, bool centered, double eps, torch::Tensor& xhat, torch::Tensor& rstd);
-// Its backward: ds from dy; dw = Σ dy·ŝ and db = Σ dy (when N has a bias) stored in `dw`, `db` or,
-// direct (tw defined), added to the targets tw, tb.
+                           const torch::Tensor& b, const torch::Tensor& a, bool centered, double eps,
+                           torch::Tensor& xhat, torch::Tensor& rstd);
+// Its backward: ds from dy; dw = Σ dy·ŝ, db = Σ dy (when N has a bias), da (Dynamic Tanh) stored in
+// `dw`, `db`, `da` or, direct (tw defined), added to the targets tw, tb, ta.
 torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, const torch::Tensor& rstd,
-                            const torch::Tensor& w, bool has_b, bool centered, const torch::Tensor& tw,
-                            const torch::Tensor& tb, torch::Tensor& dw, torch::Tensor& db);
+                            const torch::Tensor& w, bool has_b, const torch::Tensor& a, bool centered,
+                            const torch::Tensor& tw, const torch::Tensor& tb, const torch::Tensor& ta,
+                            torch::Tensor& dw, torch::Tensor& db, torch::Tensor& da);
 
 class Join {
  public:

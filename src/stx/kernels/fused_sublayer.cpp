@@ -23,7 +23,7 @@ bool fused_sublayer_available(const torch::Tensor& x, NormKind kind) {
 #ifdef STX_HAVE_BLAS
   return kernels() == Kernels::Fused && layer_path() == LayerPath::Fused && x.device().is_cpu() &&
          (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble) &&
-         (kind == NormKind::LayerNorm || kind == NormKind::RMSNorm || kind == NormKind::None);
+         (kind == NormKind::LayerNorm || kind == NormKind::RMSNorm || kind == NormKind::DyT || kind == NormKind::None);
 #else
   (void)x, (void)kind;
   return false;
@@ -145,47 +145,54 @@ GradsInto into(const std::vector<torch::Tensor>& g, std::initializer_list<size_t
   return r;
 }
 
-// Sub-LN's norm inside G (Magneto, Wang et al. 2022): on the attention core's output before W_o,
-// on the FFN's activation before W₂; the kind and ε of the join's norm. Absent: the identity.
+// The norm Sub-LN (Magneto, Wang et al. 2022) and NormFormer put inside G: on the attention
+// core's output before W_o, on the FFN's activation before W₂; the kind and ε of the join's norm.
+// Absent: the identity.
 struct InnerNorm {
-  torch::Tensor w, b;                  // weight, bias (w undefined: absent)
+  torch::Tensor w, b, a;               // weight, bias, Dynamic Tanh's α (w undefined: absent)
   torch::Tensor out, xhat, rstd;       // its output and saved rows
-  torch::Tensor dw, db;                // its gradients, when not direct
-  static constexpr size_t kSaved = 5;  // entries in the node's saved list
+  torch::Tensor dw, db, da;            // its gradients, when not direct
+  static constexpr size_t kCount = 3;  // its parameters among the node's inputs
+  static constexpr size_t kSaved = 6;  // its entries in the node's saved list
 
   torch::Tensor forward(const torch::Tensor& x, const FusedJoin& j) {
     if (!w.defined()) return x;
-    return out = norm_forward(x, {}, 1.0, w, b, j.centered, j.eps, xhat, rstd);
+    return out = norm_forward(x, {}, 1.0, w, b, a, j.centered, j.eps, xhat, rstd);
   }
   void save(std::vector<torch::Tensor>& saved) const {
-    for (const auto* t : {&w, &b, &out, &xhat, &rstd}) saved.push_back(pack_none(*t));
+    for (const auto* t : {&w, &b, &a, &out, &xhat, &rstd}) saved.push_back(pack_none(*t));
   }
   static InnerNorm load(const std::vector<torch::Tensor>& s, size_t at) {
-    InnerNorm r{unpack_none(s[at]), unpack_none(s[at + 1])};
-    r.out = unpack_none(s[at + 2]), r.xhat = unpack_none(s[at + 3]), r.rstd = unpack_none(s[at + 4]);
+    InnerNorm r{unpack_none(s[at]), unpack_none(s[at + 1]), unpack_none(s[at + 2])};
+    r.out = unpack_none(s[at + 3]), r.xhat = unpack_none(s[at + 4]), r.rstd = unpack_none(s[at + 5]);
     return r;
   }
   // The input of the product after it: its output, or x.
   const torch::Tensor& output(const torch::Tensor& x) const { return w.defined() ? out : x; }
   // Its input's gradient from its output's; its parameters' gradients added to the node's direct
-  // targets g[at], g[at + 1] (g empty: into dw, db).
+  // targets g[at], g[at + 1], g[at + 2] (g empty: into dw, db, da).
   torch::Tensor backward(const torch::Tensor& dy, const FusedJoin& j, const std::vector<torch::Tensor>& g, size_t at) {
     if (!w.defined()) return dy;
     const torch::Tensor none;
-    return norm_backward(dy, xhat, rstd, w, b.defined(), j.centered, g.empty() ? none : g[at],
-                         g.empty() ? none : g[at + 1], dw, db);
+    const auto target = [&](size_t i) -> const torch::Tensor& { return g.empty() ? none : g[at + i]; };
+    return norm_backward(dy, xhat, rstd, w, b.defined(), a, j.centered, target(0), target(1), target(2), dw, db, da);
   }
 };
+
+// The node's inputs after x (and the attention's key_pad): the join's weights, the inner norm's,
+// then the products' (their indices in the direct targets, direct_grads.h).
+constexpr size_t kJ = JoinWeights::kCount, kP = kJ + InnerNorm::kCount;
 
 class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
  public:
   // The join's weights (JoinWeights order), Sub-LN's inner norm's, then the projections'.
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor key_pad, torch::Tensor norm_w,
-                               torch::Tensor norm_b, torch::Tensor out_w, torch::Tensor out_b, torch::Tensor gain,
-                               torch::Tensor skip, torch::Tensor kappa, torch::Tensor inner_w, torch::Tensor inner_b,
-                               torch::Tensor wq, torch::Tensor wk, torch::Tensor wv, torch::Tensor bq, torch::Tensor bk,
-                               torch::Tensor bv, torch::Tensor wo, torch::Tensor bo, int64_t heads, bool causal,
-                               double p_attn, FusedJoin fj, DirectGrads direct) {
+                               torch::Tensor norm_b, torch::Tensor norm_a, torch::Tensor out_w, torch::Tensor out_b,
+                               torch::Tensor out_a, torch::Tensor gain, torch::Tensor skip, torch::Tensor kappa,
+                               torch::Tensor inner_w, torch::Tensor inner_b, torch::Tensor inner_a, torch::Tensor wq,
+                               torch::Tensor wk, torch::Tensor wv, torch::Tensor bq, torch::Tensor bk, torch::Tensor bv,
+                               torch::Tensor wo, torch::Tensor bo, int64_t heads, bool causal, double p_attn,
+                               FusedJoin fj, DirectGrads direct) {
     x = x.contiguous();
     key_pad = unpack_none(key_pad), bo = unpack_none(bo);
     const bool has_bias = unpack_none(bq).defined();
@@ -193,12 +200,12 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     auto W = torch::cat({wq, wk, wv}).contiguous();
     auto b = has_bias ? torch::cat({bq, bk, bv}) : torch::Tensor();
     wo = wo.contiguous();
-    Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip, kappa}));
+    Join join(fj, JoinWeights::of({norm_w, norm_b, norm_a, out_w, out_b, out_a, gain, skip, kappa}));
     auto h = join.before(x);
     auto qkv = linear(h, W, b).view({B, T, 3 * d});
     AttentionCoreSaved core;
     auto o = attention_core_packed_forward(qkv, key_pad, heads, causal, p_attn, core);
-    InnerNorm inner{unpack_none(inner_w), unpack_none(inner_b)};
+    InnerNorm inner{unpack_none(inner_w), unpack_none(inner_b), unpack_none(inner_a)};
     auto g = linear(inner.forward(o, fj), wo, bo).view({B, T, d});
     auto y = join.after(x, g);
     std::vector<torch::Tensor> saved{h, qkv, o, W, wo, core.probs, pack_none(core.noise)};
@@ -216,8 +223,8 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // the join's 7, inner_w, inner_b, wq, wk, wv, bq, bk, bv, wo, bo
-    const GradsInto gqkv = into(g, {9, 10, 11}, {12, 13, 14}), go = into(g, {15}, {16});
+    const auto g = load_direct(ctx);  // the join's, the inner norm's, wq, wk, wv, bq, bk, bv, wo, bo
+    const GradsInto gqkv = into(g, {kP, kP + 1, kP + 2}, {kP + 3, kP + 4, kP + 5}), go = into(g, {kP + 6}, {kP + 7});
     const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
     const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4];
     const AttentionCoreSaved core{s[5], unpack_none(s[6]), ctx->saved_data["blind"].toTensor()};
@@ -242,26 +249,28 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     }
     const torch::Tensor none;
     const auto& jg = join.grads();
-    if (!g.empty())
-      return {dx,   none, none, none, none, none, none, none, none, none, none, none,
-              none, none, none, none, none, none, none, none, none, none, none, none};
+    if (!g.empty()) {  // dx, then nothing: every other gradient went into .grad()
+      variable_list r(2 + kP + 8 + 5);
+      r[0] = dx;
+      return r;
+    }
     auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
-    return {dx,       none,     jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip,
-            jg.heads, inner.dw, inner.db,  dWs[0],    dWs[1],   dWs[2],   dbs[0],  dbs[1],
-            dbs[2],   dwo,      dbo,       none,      none,     none,     none,    none};
+    return {dx,      none,     jg.norm_w, jg.norm_b, jg.norm_a, jg.out_w, jg.out_b, jg.out_a, jg.gain,
+            jg.skip, jg.heads, inner.dw,  inner.db,  inner.da,  dWs[0],   dWs[1],   dWs[2],   dbs[0],
+            dbs[1],  dbs[2],   dwo,       dbo,       none,      none,     none,     none,     none};
   }
 };
 
 class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
  public:
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor norm_w, torch::Tensor norm_b,
-                               torch::Tensor out_w, torch::Tensor out_b, torch::Tensor gain, torch::Tensor skip,
-                               torch::Tensor kappa, torch::Tensor mid_w, torch::Tensor mid_b, torch::Tensor w1,
-                               torch::Tensor b1, torch::Tensor w2, torch::Tensor b2, bool gelu, FusedJoin fj,
-                               DirectGrads direct) {
+                               torch::Tensor norm_a, torch::Tensor out_w, torch::Tensor out_b, torch::Tensor out_a,
+                               torch::Tensor gain, torch::Tensor skip, torch::Tensor kappa, torch::Tensor mid_w,
+                               torch::Tensor mid_b, torch::Tensor mid_a, torch::Tensor w1, torch::Tensor b1,
+                               torch::Tensor w2, torch::Tensor b2, bool gelu, FusedJoin fj, DirectGrads direct) {
     x = x.contiguous(), w1 = w1.contiguous(), w2 = w2.contiguous();
     b1 = unpack_none(b1), b2 = unpack_none(b2);
-    Join join(fj, JoinWeights::of({norm_w, norm_b, out_w, out_b, gain, skip, kappa}));
+    Join join(fj, JoinWeights::of({norm_w, norm_b, norm_a, out_w, out_b, out_a, gain, skip, kappa}));
     auto h = join.before(x);
     auto z = linear(h, w1, b1);  // [N, d_ff]; after the activation, GELU's derivative
     auto a = torch::empty_like(z);
@@ -271,7 +280,7 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
       at::parallel_for(0, z.numel(), kRowGrain,
                        [&](int64_t lo, int64_t hi) { activation_forward<T>(zp, ap, lo, hi, gelu); });
     });
-    InnerNorm mid{unpack_none(mid_w), unpack_none(mid_b)};
+    InnerNorm mid{unpack_none(mid_w), unpack_none(mid_b), unpack_none(mid_a)};
     auto g = linear(mid.forward(a, fj), w2, b2).view(x.sizes());
     auto y = join.after(x, g);
     std::vector<torch::Tensor> saved{h, z, a, w1, w2};
@@ -287,8 +296,8 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // the join's 7, mid_w, mid_b, w1, b1, w2, b2
-    const GradsInto g1 = into(g, {9}, {10}), g2 = into(g, {11}, {12});
+    const auto g = load_direct(ctx);  // the join's, the inner norm's, w1, b1, w2, b2
+    const GradsInto g1 = into(g, {kP}, {kP + 1}), g2 = into(g, {kP + 2}, {kP + 3});
     const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
     const auto &h = s[0], &z = s[1], &a = s[2], &w1 = s[3], &w2 = s[4];
     InnerNorm mid = InnerNorm::load(s, 5);
@@ -316,8 +325,8 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
     }
     const torch::Tensor none;
     const auto& jg = join.grads();  // all but dx undefined when direct
-    return {dx,     jg.norm_w, jg.norm_b, jg.out_w, jg.out_b, jg.gain, jg.skip, jg.heads, mid.dw,
-            mid.db, dw1,       db1,       dw2,      db2,      none,    none,    none};
+    return {dx,     jg.norm_w, jg.norm_b, jg.norm_a, jg.out_w, jg.out_b, jg.out_a, jg.gain, jg.skip, jg.heads,
+            mid.dw, mid.db,    mid.da,    dw1,       db1,      dw2,      db2,      none,    none,    none};
   }
 };
 
@@ -325,40 +334,42 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
 
 torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                        double attention_dropout, const FusedJoin& join, const JoinWeights& jw,
-                                       const torch::Tensor& inner_w, const torch::Tensor& inner_b,
-                                       const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
-                                       const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
-                                       const torch::Tensor& wo, const torch::Tensor& bo) {
-  DirectGrads direct{direct_grad_targets(x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, jw.heads,
-                                             inner_w, inner_b, wq, wk, wv, bq, bk, bv, wo, bo})};
+                                       const NormWeights& inner, const torch::Tensor& wq, const torch::Tensor& wk,
+                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
+                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo) {
+  DirectGrads direct{direct_grad_targets(
+      x, {jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a, jw.gain, jw.skip, jw.heads, inner.w,
+          inner.b,   inner.a,   wq,        wk,       wv,       bq,       bk,      bv,      wo,       bo})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
-  return AttentionSublayer::apply(x, pack_none(key_pad), in(jw.norm_w), in(jw.norm_b), in(jw.out_w), in(jw.out_b),
-                                  in(jw.gain), in(jw.skip), in(jw.heads), in(inner_w), in(inner_b), in(wq), in(wk),
-                                  in(wv), in(bq), in(bk), in(bv), in(wo), in(bo), heads, causal, attention_dropout,
-                                  join, std::move(direct))[0];
+  return AttentionSublayer::apply(x, pack_none(key_pad), in(jw.norm_w), in(jw.norm_b), in(jw.norm_a), in(jw.out_w),
+                                  in(jw.out_b), in(jw.out_a), in(jw.gain), in(jw.skip), in(jw.heads), in(inner.w),
+                                  in(inner.b), in(inner.a), in(wq), in(wk), in(wv), in(bq), in(bk), in(bv), in(wo),
+                                  in(bo), heads, causal, attention_dropout, join, std::move(direct))[0];
 }
 
 torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
-                                 const torch::Tensor& mid_w, const torch::Tensor& mid_b, const torch::Tensor& w1,
-                                 const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2) {
-  DirectGrads direct{direct_grad_targets(
-      x, {jw.norm_w, jw.norm_b, jw.out_w, jw.out_b, jw.gain, jw.skip, jw.heads, mid_w, mid_b, w1, b1, w2, b2})};
+                                 const NormWeights& mid, const torch::Tensor& w1, const torch::Tensor& b1,
+                                 const torch::Tensor& w2, const torch::Tensor& b2) {
+  DirectGrads direct{direct_grad_targets(x, {jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a, jw.gain,
+                                             jw.skip, jw.heads, mid.w, mid.b, mid.a, w1, b1, w2, b2})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
-  return FFNSublayer::apply(x, in(jw.norm_w), in(jw.norm_b), in(jw.out_w), in(jw.out_b), in(jw.gain), in(jw.skip),
-                            in(jw.heads), in(mid_w), in(mid_b), in(w1), in(b1), in(w2), in(b2), gelu, join,
-                            std::move(direct))[0];
+  return FFNSublayer::apply(x, in(jw.norm_w), in(jw.norm_b), in(jw.norm_a), in(jw.out_w), in(jw.out_b), in(jw.out_a),
+                            in(jw.gain), in(jw.skip), in(jw.heads), in(mid.w), in(mid.b), in(mid.a), in(w1), in(b1),
+                            in(w2), in(b2), gelu, join, std::move(direct))[0];
 }
 
 #else  // no BLAS: fused_sublayer_available() is false
 
 torch::Tensor fused_attention_sublayer(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double,
-                                       const FusedJoin&, const JoinWeights&, const torch::Tensor&, const torch::Tensor&,
+                                       const FusedJoin&, const JoinWeights&, const NormWeights&, const torch::Tensor&,
                                        const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                       const torch::Tensor&) {
   TORCH_CHECK(false, "fused_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
-torch::Tensor fused_ffn_sublayer(const torch::Tensor&, bool, const FusedJoin&, const JoinWeights&, const torch::Tensor&,
-                                 const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+torch::Tensor fused_ffn_sublayer(const torch::Tensor&, bool, const FusedJoin&, const JoinWeights&, const NormWeights&,
+                                 const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                 const torch::Tensor&) {
   TORCH_CHECK(false, "fused_ffn_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
 

@@ -25,23 +25,23 @@
 namespace stx {
 
 // True when the fused sub-layer can run on x: CPU float32/float64, kernels() == Fused and
-// layer_path() == Fused (kernels.h), stx built with BLAS, and a LayerNorm, an RMSNorm or none.
+// layer_path() == Fused (kernels.h), stx built with BLAS, and a LayerNorm, an RMSNorm, a Dynamic
+// Tanh or none.
 bool fused_sublayer_available(const torch::Tensor& x, NormKind kind);
 
 // Self-attention. x [B, T, d]; key_pad [B, T] bool (true at padding) or undefined; every bias
-// undefined when absent. attention_dropout: on P (0 outside training). inner_w, inner_b: Sub-LN's
-// norm on the core's output before W_o (undefined: none).
+// undefined when absent. attention_dropout: on P (0 outside training). inner: Sub-LN's norm on
+// the core's output before W_o (undefined: none).
 torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                        double attention_dropout, const FusedJoin& join, const JoinWeights& jw,
-                                       const torch::Tensor& inner_w, const torch::Tensor& inner_b,
-                                       const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
-                                       const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
-                                       const torch::Tensor& wo, const torch::Tensor& bo);
+                                       const NormWeights& inner, const torch::Tensor& wq, const torch::Tensor& wk,
+                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
+                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo);
 
-// Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU. mid_w, mid_b:
-// Sub-LN's norm on the activation before W₂ (undefined: none).
+// Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU. mid: Sub-LN's
+// or NormFormer's norm on the activation before W₂ (undefined: none).
 torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
-                                 const torch::Tensor& mid_w, const torch::Tensor& mid_b, const torch::Tensor& w1,
-                                 const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2);
+                                 const NormWeights& mid, const torch::Tensor& w1, const torch::Tensor& b1,
+                                 const torch::Tensor& w2, const torch::Tensor& b2);
 
 }  // namespace stx

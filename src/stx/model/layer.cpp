@@ -127,7 +127,7 @@ namespace {
 FusedJoin join_of(const ResidualSpec& spec, const Norm& norm, bool training) {
   FusedJoin j;
   j.pre = !spec.post_style;
-  j.normed = norm->kind() != NormKind::None;
+  j.normed = norm->kind() != NormKind::None;  // Dynamic Tanh: by the α the node is given
   j.centered = norm->kind() == NormKind::LayerNorm;
   j.eps = norm->eps();
   j.alpha = spec.alpha;
@@ -138,35 +138,29 @@ FusedJoin join_of(const ResidualSpec& spec, const Norm& norm, bool training) {
 }
 }  // namespace
 
+// A norm module's parameters for the fused nodes (none: an absent or norm-free module).
+static NormWeights weights_of(const Norm& n) { return n ? NormWeights{n->weight, n->bias, n->alpha} : NormWeights{}; }
+
 torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad) {
   auto& a = *self_attn;
-  const auto& n = self_attn_layer_norm;
-  const auto& out = self_attn_out_layer_norm ? self_attn_out_layer_norm : attn_ln;  // Peri-LN's; NormFormer's
-  const auto& inner = a.inner_attn_ln;
-  const JoinWeights jw{
-      n->weight,      n->bias, out ? out->weight : torch::Tensor(), out ? out->bias : torch::Tensor(), self_attn_gain,
-      self_attn_skip, c_attn};
+  const auto n = weights_of(self_attn_layer_norm);
+  const auto out = weights_of(self_attn_out_layer_norm ? self_attn_out_layer_norm : attn_ln);  // Peri-LN; NormFormer
+  const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, self_attn_gain, self_attn_skip, c_attn};
   return fused_attention_sublayer(x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0,
-                                  join_of(spec_, n, is_training()), jw, inner ? inner->weight : torch::Tensor(),
-                                  inner ? inner->bias : torch::Tensor(), a.q_proj->step_weight(),
-                                  a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias, a.k_proj->bias,
-                                  a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
+                                  join_of(spec_, self_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln),
+                                  a.q_proj->step_weight(), a.k_proj->step_weight(), a.v_proj->step_weight(),
+                                  a.q_proj->bias, a.k_proj->bias, a.v_proj->bias, a.out_proj->step_weight(),
+                                  a.out_proj->bias);
 }
 
 torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
   auto& f = *ffn;
-  const auto& n = final_layer_norm;
-  const auto& out = ffn_out_layer_norm;
-  const JoinWeights jw{n->weight,
-                       n->bias,
-                       out ? out->weight : torch::Tensor(),
-                       out ? out->bias : torch::Tensor(),
-                       ffn_gain,
-                       ffn_skip.defined() ? ffn_skip : w_resid};
-  const auto& mid = ffn_layernorm ? ffn_layernorm : f.ffn_layernorm;  // NormFormer's; Sub-LN's
-  return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, n, is_training()), jw, mid ? mid->weight : torch::Tensor(),
-                            mid ? mid->bias : torch::Tensor(), f.fc1->step_weight(), f.fc1->bias, f.fc2->step_weight(),
-                            f.fc2->bias);
+  const auto n = weights_of(final_layer_norm), out = weights_of(ffn_out_layer_norm);
+  const JoinWeights jw{
+      n.w, n.b, n.a, out.w, out.b, out.a, ffn_gain, ffn_skip.defined() ? ffn_skip : w_resid, torch::Tensor()};
+  const auto mid = weights_of(ffn_layernorm ? ffn_layernorm : f.ffn_layernorm);  // NormFormer's; Sub-LN's
+  return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, final_layer_norm, is_training()), jw, mid, f.fc1->step_weight(),
+                            f.fc1->bias, f.fc2->step_weight(), f.fc2->bias);
 }
 
 torch::Tensor LayerImpl::cross_attn(const torch::Tensor& x, const torch::Tensor& memory,
