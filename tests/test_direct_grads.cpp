@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -71,8 +72,9 @@ Pass run(Transformer& model, const torch::Tensor& tgt, const std::vector<torch::
   return r;
 }
 
-Transformer tiny_model(Scheme scheme, NormKind norm, bool sigma, torch::Dtype dt) {
+Transformer tiny_model(Scheme scheme, NormKind norm, bool sigma, torch::Dtype dt, bool qk_norm = false) {
   auto m = test::tiny(Arch::Decoder, scheme, norm, sigma);
+  m.qk_norm = qk_norm;
   m.d_model = 16, m.n_heads = 2, m.d_ff = 24, m.decoder_layers = 3, m.dropout = 0.1, m.attention_dropout = 0.1;
   Transformer model(m);
   initialize(*model, 3);
@@ -110,19 +112,21 @@ TEST(DirectGrads, EqualAutogradsAccumulation) {
     at::set_num_threads(t);
     for (bool zero : {true, false})
       for (auto dt : {torch::kDouble, torch::kFloat})
-        for (auto [scheme, norm] : {std::pair{Scheme::Post, NormKind::LayerNorm},
-                                    {Scheme::Pre, NormKind::RMSNorm},
-                                    {Scheme::DeepNorm, NormKind::LayerNorm},
-                                    {Scheme::ReZero, NormKind::None},
-                                    {Scheme::LayerScale, NormKind::LayerNorm},
-                                    {Scheme::PeriLN, NormKind::RMSNorm},
-                                    {Scheme::Admin, NormKind::LayerNorm},
-                                    {Scheme::SubLN, NormKind::LayerNorm},
-                                    {Scheme::NormFormer, NormKind::LayerNorm},
-                                    {Scheme::PeriLN, NormKind::DyT}}) {
-          SCOPED_TRACE(to_string(scheme) + "/" + to_string(norm) + (dt == torch::kDouble ? " float64" : " float32") +
-                       " threads " + std::to_string(t) + (zero ? " from zero" : " accumulating"));
-          auto model = tiny_model(scheme, norm, false, dt);
+        for (auto [scheme, norm, qk] : {std::tuple{Scheme::Post, NormKind::LayerNorm, false},
+                                        {Scheme::Pre, NormKind::RMSNorm, false},
+                                        {Scheme::DeepNorm, NormKind::LayerNorm, false},
+                                        {Scheme::ReZero, NormKind::None, false},
+                                        {Scheme::LayerScale, NormKind::LayerNorm, false},
+                                        {Scheme::PeriLN, NormKind::RMSNorm, false},
+                                        {Scheme::Admin, NormKind::LayerNorm, false},
+                                        {Scheme::SubLN, NormKind::LayerNorm, false},
+                                        {Scheme::NormFormer, NormKind::LayerNorm, false},
+                                        {Scheme::PeriLN, NormKind::DyT, false},
+                                        {Scheme::Pre, NormKind::LayerNorm, true}}) {
+          SCOPED_TRACE(to_string(scheme) + "/" + to_string(norm) + (qk ? "/qk-norm" : "") +
+                       (dt == torch::kDouble ? " float64" : " float32") + " threads " + std::to_string(t) +
+                       (zero ? " from zero" : " accumulating"));
+          auto model = tiny_model(scheme, norm, false, dt, qk);
           const auto tgt = test::tokens(3, 7, 11, 2);
           const auto start = random_grads(model, zero);
           const Pass off = run(model, tgt, start, false), on = run(model, tgt, start, true);

@@ -12,6 +12,7 @@
 #include "stx/kernels/column_sums.h"
 #include "stx/kernels/direct_grads.h"
 #include "stx/kernels/fused_join.h"
+#include "stx/kernels/inner_norms.h"
 #include "stx/kernels/kernels.h"
 #include "stx/kernels/none_tensor.h"
 #include "stx/kernels/target_clones.h"
@@ -145,43 +146,9 @@ GradsInto into(const std::vector<torch::Tensor>& g, std::initializer_list<size_t
   return r;
 }
 
-// The norm Sub-LN (Magneto, Wang et al. 2022) and NormFormer put inside G: on the attention
-// core's output before W_o, on the FFN's activation before W₂; the kind and ε of the join's norm.
-// Absent: the identity.
-struct InnerNorm {
-  torch::Tensor w, b, a;               // weight, bias, Dynamic Tanh's α (w undefined: absent)
-  torch::Tensor out, xhat, rstd;       // its output and saved rows
-  torch::Tensor dw, db, da;            // its gradients, when not direct
-  static constexpr size_t kCount = 3;  // its parameters among the node's inputs
-  static constexpr size_t kSaved = 6;  // its entries in the node's saved list
-
-  torch::Tensor forward(const torch::Tensor& x, const FusedJoin& j) {
-    if (!w.defined()) return x;
-    return out = norm_forward(x, {}, 1.0, w, b, a, j.centered, j.eps, xhat, rstd);
-  }
-  void save(std::vector<torch::Tensor>& saved) const {
-    for (const auto* t : {&w, &b, &a, &out, &xhat, &rstd}) saved.push_back(pack_none(*t));
-  }
-  static InnerNorm load(const std::vector<torch::Tensor>& s, size_t at) {
-    InnerNorm r{unpack_none(s[at]), unpack_none(s[at + 1]), unpack_none(s[at + 2])};
-    r.out = unpack_none(s[at + 3]), r.xhat = unpack_none(s[at + 4]), r.rstd = unpack_none(s[at + 5]);
-    return r;
-  }
-  // The input of the product after it: its output, or x.
-  const torch::Tensor& output(const torch::Tensor& x) const { return w.defined() ? out : x; }
-  // Its input's gradient from its output's; its parameters' gradients added to the node's direct
-  // targets g[at], g[at + 1], g[at + 2] (g empty: into dw, db, da).
-  torch::Tensor backward(const torch::Tensor& dy, const FusedJoin& j, const std::vector<torch::Tensor>& g, size_t at) {
-    if (!w.defined()) return dy;
-    const torch::Tensor none;
-    const auto target = [&](size_t i) -> const torch::Tensor& { return g.empty() ? none : g[at + i]; };
-    return norm_backward(dy, xhat, rstd, w, b.defined(), a, j.centered, target(0), target(1), target(2), dw, db, da);
-  }
-};
-
 // The node's inputs after x (and the attention's key_pad): the join's weights, the inner norm's,
-// then the products' (their indices in the direct targets, direct_grads.h).
-constexpr size_t kJ = JoinWeights::kCount, kP = kJ + InnerNorm::kCount;
+// (the attention's QK-norms'), then the products' (their indices in the direct targets, direct_grads.h).
+constexpr size_t kJ = JoinWeights::kCount, kQK = kJ + InnerNorm::kCount, kP = kQK, kPA = kQK + QKNorm::kCount;
 
 class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
  public:
@@ -189,10 +156,11 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor key_pad, torch::Tensor norm_w,
                                torch::Tensor norm_b, torch::Tensor norm_a, torch::Tensor out_w, torch::Tensor out_b,
                                torch::Tensor out_a, torch::Tensor gain, torch::Tensor skip, torch::Tensor kappa,
-                               torch::Tensor inner_w, torch::Tensor inner_b, torch::Tensor inner_a, torch::Tensor wq,
-                               torch::Tensor wk, torch::Tensor wv, torch::Tensor bq, torch::Tensor bk, torch::Tensor bv,
-                               torch::Tensor wo, torch::Tensor bo, int64_t heads, bool causal, double p_attn,
-                               FusedJoin fj, DirectGrads direct) {
+                               torch::Tensor inner_w, torch::Tensor inner_b, torch::Tensor inner_a, torch::Tensor qw,
+                               torch::Tensor qb, torch::Tensor kw, torch::Tensor kb, torch::Tensor wq, torch::Tensor wk,
+                               torch::Tensor wv, torch::Tensor bq, torch::Tensor bk, torch::Tensor bv, torch::Tensor wo,
+                               torch::Tensor bo, int64_t heads, bool causal, double p_attn, FusedJoin fj,
+                               DirectGrads direct) {
     x = x.contiguous();
     key_pad = unpack_none(key_pad), bo = unpack_none(bo);
     const bool has_bias = unpack_none(bq).defined();
@@ -202,7 +170,8 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     wo = wo.contiguous();
     Join join(fj, JoinWeights::of({norm_w, norm_b, norm_a, out_w, out_b, out_a, gain, skip, kappa}));
     auto h = join.before(x);
-    auto qkv = linear(h, W, b).view({B, T, 3 * d});
+    QKNorm qk{unpack_none(qw), unpack_none(qb), unpack_none(kw), unpack_none(kb)};
+    auto qkv = qk.forward(linear(h, W, b).view({B, T, 3 * d}), heads, fj.eps);
     AttentionCoreSaved core;
     auto o = attention_core_packed_forward(qkv, key_pad, heads, causal, p_attn, core);
     InnerNorm inner{unpack_none(inner_w), unpack_none(inner_b), unpack_none(inner_a)};
@@ -210,6 +179,7 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     auto y = join.after(x, g);
     std::vector<torch::Tensor> saved{h, qkv, o, W, wo, core.probs, pack_none(core.noise)};
     inner.save(saved);
+    qk.save(saved);
     join.save(ctx, saved);
     ctx->save_for_backward(saved);
     ctx->saved_data["blind"] = core.blind;
@@ -223,13 +193,15 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);  // the join's, the inner norm's, wq, wk, wv, bq, bk, bv, wo, bo
-    const GradsInto gqkv = into(g, {kP, kP + 1, kP + 2}, {kP + 3, kP + 4, kP + 5}), go = into(g, {kP + 6}, {kP + 7});
+    const auto g = load_direct(ctx);  // the join's, the inner norm's, the QK-norms', wq, wk, wv, bq, bk, bv, wo, bo
+    const GradsInto gqkv = into(g, {kPA, kPA + 1, kPA + 2}, {kPA + 3, kPA + 4, kPA + 5});
+    const GradsInto go = into(g, {kPA + 6}, {kPA + 7});
     const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
     const auto &h = s[0], &qkv = s[1], &o = s[2], &W = s[3], &wo = s[4];
     const AttentionCoreSaved core{s[5], unpack_none(s[6]), ctx->saved_data["blind"].toTensor()};
     InnerNorm inner = InnerNorm::load(s, 7);
-    Join join = Join::load(ctx, s, 7 + InnerNorm::kSaved);
+    QKNorm qk = QKNorm::load(s, 7 + InnerNorm::kSaved);
+    Join join = Join::load(ctx, s, 7 + InnerNorm::kSaved + QKNorm::kSaved);
     const bool has_bias = ctx->saved_data["has_bias"].toBool();
     const int64_t d = o.size(-1);
     auto dy = grad[0].contiguous();
@@ -238,8 +210,10 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     torch::Tensor d_o;
     linear_grad(dg, inner.output(o), wo, ctx->saved_data["has_bo"].toBool(), dwo, dbo, &d_o, false, go);
     d_o = inner.backward(d_o, join.spec(), g, JoinWeights::kCount);
-    auto dqkv = attention_core_packed_backward(qkv, core, ctx->saved_data["heads"].toInt(),
-                                               ctx->saved_data["causal"].toBool(), d_o.view(o.sizes()));
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    auto dqkv = qk.backward(
+        attention_core_packed_backward(qkv, core, heads, ctx->saved_data["causal"].toBool(), d_o.view(o.sizes())),
+        heads, g, kQK);
     if (join.spec().pre) {
       torch::Tensor dh;
       linear_grad(dqkv, h, W, has_bias, dW, db, &dh, false, gqkv);
@@ -250,14 +224,15 @@ class AttentionSublayer : public torch::autograd::Function<AttentionSublayer> {
     const torch::Tensor none;
     const auto& jg = join.grads();
     if (!g.empty()) {  // dx, then nothing: every other gradient went into .grad()
-      variable_list r(2 + kP + 8 + 5);
+      variable_list r(2 + kPA + 8 + 5);
       r[0] = dx;
       return r;
     }
     auto dWs = dW.split(d), dbs = has_bias ? db.split(d) : std::vector<torch::Tensor>(3);
-    return {dx,      none,     jg.norm_w, jg.norm_b, jg.norm_a, jg.out_w, jg.out_b, jg.out_a, jg.gain,
-            jg.skip, jg.heads, inner.dw,  inner.db,  inner.da,  dWs[0],   dWs[1],   dWs[2],   dbs[0],
-            dbs[1],  dbs[2],   dwo,       dbo,       none,      none,     none,     none,     none};
+    return {dx,      none,    jg.norm_w, jg.norm_b, jg.norm_a, jg.out_w, jg.out_b, jg.out_a,
+            jg.gain, jg.skip, jg.heads,  inner.dw,  inner.db,  inner.da, qk.dqw,   qk.dqb,
+            qk.dkw,  qk.dkb,  dWs[0],    dWs[1],    dWs[2],    dbs[0],   dbs[1],   dbs[2],
+            dwo,     dbo,     none,      none,      none,      none,     none};
   }
 };
 
@@ -334,17 +309,20 @@ class FFNSublayer : public torch::autograd::Function<FFNSublayer> {
 
 torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                        double attention_dropout, const FusedJoin& join, const JoinWeights& jw,
-                                       const NormWeights& inner, const torch::Tensor& wq, const torch::Tensor& wk,
-                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
-                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo) {
-  DirectGrads direct{direct_grad_targets(
-      x, {jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a, jw.gain, jw.skip, jw.heads, inner.w,
-          inner.b,   inner.a,   wq,        wk,       wv,       bq,       bk,      bv,      wo,       bo})};
+                                       const NormWeights& inner, const NormWeights& qn, const NormWeights& kn,
+                                       const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
+                                       const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
+                                       const torch::Tensor& wo, const torch::Tensor& bo) {
+  DirectGrads direct{
+      direct_grad_targets(x, {jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a, jw.gain, jw.skip,
+                              jw.heads,  inner.w,   inner.b,   inner.a,  qn.w,     qn.b,     kn.w,    kn.b,
+                              wq,        wk,        wv,        bq,       bk,       bv,       wo,      bo})};
   const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
   return AttentionSublayer::apply(x, pack_none(key_pad), in(jw.norm_w), in(jw.norm_b), in(jw.norm_a), in(jw.out_w),
                                   in(jw.out_b), in(jw.out_a), in(jw.gain), in(jw.skip), in(jw.heads), in(inner.w),
-                                  in(inner.b), in(inner.a), in(wq), in(wk), in(wv), in(bq), in(bk), in(bv), in(wo),
-                                  in(bo), heads, causal, attention_dropout, join, std::move(direct))[0];
+                                  in(inner.b), in(inner.a), in(qn.w), in(qn.b), in(kn.w), in(kn.b), in(wq), in(wk),
+                                  in(wv), in(bq), in(bk), in(bv), in(wo), in(bo), heads, causal, attention_dropout,
+                                  join, std::move(direct))[0];
 }
 
 torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
@@ -361,10 +339,10 @@ torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJ
 #else  // no BLAS: fused_sublayer_available() is false
 
 torch::Tensor fused_attention_sublayer(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double,
-                                       const FusedJoin&, const JoinWeights&, const NormWeights&, const torch::Tensor&,
+                                       const FusedJoin&, const JoinWeights&, const NormWeights&, const NormWeights&,
+                                       const NormWeights&, const torch::Tensor&, const torch::Tensor&,
                                        const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                       const torch::Tensor&) {
+                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
   TORCH_CHECK(false, "fused_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
 torch::Tensor fused_ffn_sublayer(const torch::Tensor&, bool, const FusedJoin&, const JoinWeights&, const NormWeights&,

@@ -31,12 +31,14 @@ bool fused_sublayer_available(const torch::Tensor& x, NormKind kind);
 
 // Self-attention. x [B, T, d]; key_pad [B, T] bool (true at padding) or undefined; every bias
 // undefined when absent. attention_dropout: on P (0 outside training). inner: Sub-LN's norm on
-// the core's output before W_o (undefined: none).
+// the core's output before W_o; q_norm, k_norm: QK-LayerNorm's over each head's queries and keys
+// (undefined: none; kernels/inner_norms.h).
 torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
                                        double attention_dropout, const FusedJoin& join, const JoinWeights& jw,
-                                       const NormWeights& inner, const torch::Tensor& wq, const torch::Tensor& wk,
-                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
-                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo);
+                                       const NormWeights& inner, const NormWeights& q_norm, const NormWeights& k_norm,
+                                       const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
+                                       const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
+                                       const torch::Tensor& wo, const torch::Tensor& bo);
 
 // Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU. mid: Sub-LN's
 // or NormFormer's norm on the activation before W₂ (undefined: none).

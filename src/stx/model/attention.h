@@ -35,7 +35,7 @@ class AttentionImpl : public torch::nn::Module {
                              torch::Tensor& k, torch::Tensor& v);
 
   // Neither QK-LayerNorm, nor soft-capping, nor Sub-LN's inner norm: the fused sub-layer's case.
-  bool plain_core() const { return !q_norm && softcap_ == 0; }  // the core is softmax(QKᵀ/√d)·V
+  bool softcapped() const { return softcap_ != 0; }  // Gemma 2's tanh soft-capping of the logits
   double attention_dropout() const { return attention_dropout_; }
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};

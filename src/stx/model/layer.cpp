@@ -56,9 +56,9 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
     ffn_skip = register_parameter(ffn_skip_name_, torch::ones({d}));
   }
   // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join, the
-  // norms Sub-LN and NormFormer put inside G and NormFormer's head scales; not QK-norm or
+  // norms Sub-LN and NormFormer put inside G, NormFormer's head scales and QK-LayerNorm; not
   // soft-capping. A decoder layer's cross-attention stays composed between its fused two.
-  fusable_ = self_attn->plain_core();
+  fusable_ = !self_attn->softcapped();
   if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
     self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
     if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
@@ -148,9 +148,9 @@ torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Te
   const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, self_attn_gain, self_attn_skip, c_attn};
   return fused_attention_sublayer(x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0,
                                   join_of(spec_, self_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln),
-                                  a.q_proj->step_weight(), a.k_proj->step_weight(), a.v_proj->step_weight(),
-                                  a.q_proj->bias, a.k_proj->bias, a.v_proj->bias, a.out_proj->step_weight(),
-                                  a.out_proj->bias);
+                                  weights_of(a.q_norm), weights_of(a.k_norm), a.q_proj->step_weight(),
+                                  a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias, a.k_proj->bias,
+                                  a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
 }
 
 torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
