@@ -52,7 +52,7 @@ struct InnerNorm {
 // QK-LayerNorm on the packed [B, T, 3d] projections: the q and k parts, each [N, h, d_h], normalized
 // row by row of d_h; v passes through. Absent (qw undefined): qkv itself.
 struct QKNorm {
-  torch::Tensor qw, qb, kw, kb;           // the two norms' weights and biases
+  torch::Tensor qw, qb, kw, kb;            // the two norms' weights and biases
   torch::Tensor qhat, qrstd, khat, krstd;  // their saved rows
   torch::Tensor dqw, dqb, dkw, dkb;        // their gradients, when not direct
   static constexpr size_t kCount = 4;      // its parameters among the node's inputs
@@ -86,10 +86,10 @@ struct QKNorm {
     const torch::Tensor none;
     const auto target = [&](size_t i) -> const torch::Tensor& { return g.empty() ? none : g[at + i]; };
     torch::Tensor da;
-    auto dq = norm_backward(part(dqkv, 0, heads), qhat, qrstd, qw, qb.defined(), none, true, target(0), target(1),
-                            none, dqw, dqb, da);
-    auto dk = norm_backward(part(dqkv, 1, heads), khat, krstd, kw, kb.defined(), none, true, target(2), target(3),
-                            none, dkw, dkb, da);
+    auto dq = norm_backward(part(dqkv, 0, heads), qhat, qrstd, qw, qb.defined(), none, true, target(0), target(1), none,
+                            dqw, dqb, da);
+    auto dk = norm_backward(part(dqkv, 1, heads), khat, krstd, kw, kb.defined(), none, true, target(2), target(3), none,
+                            dkw, dkb, da);
     return join_parts(dq, dk, part(dqkv, 2, heads), dqkv, heads);
   }
 
