@@ -2,6 +2,8 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "stx/kernels/none_tensor.h"
+
 namespace stx {
 namespace {
 
@@ -9,10 +11,6 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 thread_local bool recomputing = false;
-
-// Function::apply cannot take undefined tensors (LibTorch 1.13): "none" travels as a [0] tensor.
-torch::Tensor pack(const torch::Tensor& t) { return t.defined() ? t : torch::empty({0}); }
-torch::Tensor unpack(const torch::Tensor& t) { return t.dim() == 1 && t.numel() == 0 ? torch::Tensor() : t; }
 
 // The default generator of x's device: dropout draws from it.
 at::Generator generator_of(const torch::Tensor& x) { return at::globalContext().defaultGenerator(x.device()); }
@@ -30,13 +28,14 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     ctx->saved_data["rng"] = generator_of(x).get_state();
     ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(at::kCUDA);
     // Function::forward runs with gradients off: no graph is kept for the layer.
-    return {reinterpret_cast<LayerImpl*>(layer)->forward(x, unpack(self_pad), unpack(memory), unpack(memory_pad))};
+    return {reinterpret_cast<LayerImpl*>(layer)->forward(x, unpack_none(self_pad), unpack_none(memory),
+                                                         unpack_none(memory_pad))};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
     auto x = saved[0].detach().requires_grad_(true);
-    auto memory = unpack(saved[1]);
+    auto memory = unpack_none(saved[1]);
     if (memory.defined()) memory = memory.detach().requires_grad_(true);
     auto* layer = reinterpret_cast<LayerImpl*>(ctx->saved_data["layer"].toInt());
     auto gen = generator_of(x);
@@ -48,8 +47,8 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     {
       torch::AutoGradMode grad(true);
       recomputing = true;
-      y = layer->forward(x, unpack(ctx->saved_data["self_pad"].toTensor()), memory,
-                         unpack(ctx->saved_data["memory_pad"].toTensor()));
+      y = layer->forward(x, unpack_none(ctx->saved_data["self_pad"].toTensor()), memory,
+                         unpack_none(ctx->saved_data["memory_pad"].toTensor()));
       recomputing = false;
     }
     at::autocast::set_autocast_enabled(at::kCUDA, autocast_was);
@@ -68,7 +67,7 @@ bool recomputing_activations() { return recomputing; }
 
 torch::Tensor checkpointed_layer(LayerImpl& layer, const torch::Tensor& x, const torch::Tensor& self_pad,
                                  const torch::Tensor& memory, const torch::Tensor& memory_pad) {
-  return LayerCheckpoint::apply(x, pack(memory), pack(self_pad), pack(memory_pad),
+  return LayerCheckpoint::apply(x, pack_none(memory), pack_none(self_pad), pack_none(memory_pad),
                                 reinterpret_cast<int64_t>(&layer))[0];
 }
 
