@@ -49,7 +49,8 @@ struct Pass {
 
 // One forward/backward of `model` from the same generator state and buffers (σReparam's u, v
 // move with each training forward), .grad() starting at `start`.
-Pass run(Transformer& model, const torch::Tensor& tgt, const std::vector<torch::Tensor>& start, bool direct) {
+Pass run(Transformer& model, const torch::Tensor& tgt, const std::vector<torch::Tensor>& start, bool direct,
+         const torch::Tensor& src = {}) {
   static std::unordered_map<const void*, std::vector<torch::Tensor>> buffers;
   auto& saved = buffers[model.get()];
   {
@@ -63,7 +64,7 @@ Pass run(Transformer& model, const torch::Tensor& tgt, const std::vector<torch::
   auto ps = model->parameters();
   for (size_t i = 0; i < ps.size(); ++i) ps[i].mutable_grad() = start[i].defined() ? start[i].clone() : torch::Tensor();
   DirectGradsScope scope(direct);
-  auto y = model->forward(torch::Tensor(), tgt);
+  auto y = model->forward(src, tgt);
   auto loss = (y * y).mean();
   Pass r;
   r.nodes = accumulate_nodes(loss);
@@ -72,9 +73,10 @@ Pass run(Transformer& model, const torch::Tensor& tgt, const std::vector<torch::
   return r;
 }
 
-Transformer tiny_model(Scheme scheme, NormKind norm, bool sigma, torch::Dtype dt, bool qk_norm = false) {
+// modifier: 0 none, 1 QK-LayerNorm, 2 attention soft-capping (c = 0.5).
+Transformer tiny_model(Scheme scheme, NormKind norm, bool sigma, torch::Dtype dt, int modifier = 0) {
   auto m = test::tiny(Arch::Decoder, scheme, norm, sigma);
-  m.qk_norm = qk_norm;
+  m.qk_norm = modifier == 1, m.attn_softcap = modifier == 2 ? 0.5 : 0.0;
   m.d_model = 16, m.n_heads = 2, m.d_ff = 24, m.decoder_layers = 3, m.dropout = 0.1, m.attention_dropout = 0.1;
   Transformer model(m);
   initialize(*model, 3);
@@ -112,21 +114,25 @@ TEST(DirectGrads, EqualAutogradsAccumulation) {
     at::set_num_threads(t);
     for (bool zero : {true, false})
       for (auto dt : {torch::kDouble, torch::kFloat})
-        for (auto [scheme, norm, qk] : {std::tuple{Scheme::Post, NormKind::LayerNorm, false},
-                                        {Scheme::Pre, NormKind::RMSNorm, false},
-                                        {Scheme::DeepNorm, NormKind::LayerNorm, false},
-                                        {Scheme::ReZero, NormKind::None, false},
-                                        {Scheme::LayerScale, NormKind::LayerNorm, false},
-                                        {Scheme::PeriLN, NormKind::RMSNorm, false},
-                                        {Scheme::Admin, NormKind::LayerNorm, false},
-                                        {Scheme::SubLN, NormKind::LayerNorm, false},
-                                        {Scheme::NormFormer, NormKind::LayerNorm, false},
-                                        {Scheme::PeriLN, NormKind::DyT, false},
-                                        {Scheme::Pre, NormKind::LayerNorm, true}}) {
-          SCOPED_TRACE(to_string(scheme) + "/" + to_string(norm) + (qk ? "/qk-norm" : "") +
+        for (auto [scheme, norm, mod] : {std::tuple{Scheme::Post, NormKind::LayerNorm, 0},
+                                         {Scheme::Pre, NormKind::RMSNorm, 0},
+                                         {Scheme::DeepNorm, NormKind::LayerNorm, 0},
+                                         {Scheme::ReZero, NormKind::None, 0},
+                                         {Scheme::LayerScale, NormKind::LayerNorm, 0},
+                                         {Scheme::PeriLN, NormKind::RMSNorm, 0},
+                                         {Scheme::Admin, NormKind::LayerNorm, 0},
+                                         {Scheme::SubLN, NormKind::LayerNorm, 0},
+                                         {Scheme::NormFormer, NormKind::LayerNorm, 0},
+                                         {Scheme::PeriLN, NormKind::DyT, 0},
+                                         {Scheme::Pre, NormKind::LayerNorm, 1},
+                                         {Scheme::Post, NormKind::LayerNorm, 2}}) {
+          SCOPED_TRACE(to_string(scheme) + "/" + to_string(norm) +
+                       (mod == 1   ? "/qk-norm"
+                        : mod == 2 ? "/softcap"
+                                   : "") +
                        (dt == torch::kDouble ? " float64" : " float32") + " threads " + std::to_string(t) +
                        (zero ? " from zero" : " accumulating"));
-          auto model = tiny_model(scheme, norm, false, dt, qk);
+          auto model = tiny_model(scheme, norm, false, dt, mod);
           const auto tgt = test::tokens(3, 7, 11, 2);
           const auto start = random_grads(model, zero);
           const Pass off = run(model, tgt, start, false), on = run(model, tgt, start, true);
@@ -142,6 +148,27 @@ TEST(DirectGrads, EqualAutogradsAccumulation) {
           }
           for (size_t i = 0; i < off.grads.size(); ++i) test::expect_close(on.grads[i], off.grads[i], tol, names[i]);
         }
+  }
+  at::set_num_threads(threads);
+}
+
+// An encoder-decoder model: the decoder's cross-attention sub-layers (fused_cross_attention.cpp)
+// write their 8 projections' gradients too, and pass the encoder its memory's gradient.
+TEST(DirectGrads, CrossAttentionEqualsAutograd) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  for (auto [scheme, zero] : {std::pair{Scheme::Post, true}, {Scheme::PeriLN, false}}) {
+    SCOPED_TRACE(to_string(scheme) + (zero ? " from zero" : " accumulating"));
+    auto m = test::tiny(Arch::EncoderDecoder, scheme, NormKind::LayerNorm);
+    m.d_model = 16, m.n_heads = 2, m.d_ff = 24, m.decoder_layers = 2, m.dropout = 0.1, m.attention_dropout = 0.1;
+    Transformer model(m);
+    initialize(*model, 3);
+    model->train();
+    const auto tgt = test::tokens(3, 7, 11, 2), src = test::tokens(3, 5, 11, 1);
+    const auto start = random_grads(model, zero);
+    const Pass off = run(model, tgt, start, false, src), on = run(model, tgt, start, true, src);
+    EXPECT_LT(on.nodes, off.nodes);
+    expect_same(on, off, model, !zero, 1e-6);
   }
   at::set_num_threads(threads);
 }

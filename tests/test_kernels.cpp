@@ -79,7 +79,8 @@ struct AttnCase {
   bool cross, causal, pad, blind_row;
   double dropout;
   torch::ScalarType dtype;
-  int64_t T = 5;  // queries (and self-attention keys)
+  int64_t T = 5;         // queries (and self-attention keys)
+  double softcap = 0.0;  // Gemma 2's c (0: none)
 };
 
 void check_attention(const AttnCase& c) {
@@ -88,6 +89,7 @@ void check_attention(const AttnCase& c) {
   torch::manual_seed(5);
   ModelConfig m;
   m.d_model = d, m.n_heads = H, m.bias = true, m.sigma_reparam = false, m.attention_dropout = c.dropout;
+  m.attn_softcap = c.softcap;
   Attention attn(m);
   {
     torch::NoGradGuard ng;
@@ -120,20 +122,25 @@ TEST(Kernels, AttentionCoreEqualsReference) {
   KernelsGuard guard;
   for (auto hp : {HeadProducts::Band, HeadProducts::Blas})
     for (auto dt : {torch::kDouble, torch::kFloat})
-      for (const AttnCase& c :
-           std::vector<AttnCase>{{"self causal", false, true, false, false, 0.0, dt},
-                                 {"self causal + padding", false, true, true, false, 0.0, dt},
-                                 {"self, padding, a row with no visible key", false, false, true, true, 0.0, dt},
-                                 {"cross + padding", true, false, true, false, 0.0, dt},
-                                 {"cross, a row with no visible key", true, false, true, true, 0.0, dt},
-                                 {"self causal + attention dropout 0.3", false, true, true, false, 0.3, dt},
-                                 {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt},
-                                 // longer rows: several vector-loop blocks per row of softmax and its backward
-                                 {"self causal, T 70", false, true, false, false, 0.0, dt, 70},
-                                 {"self causal + padding, T 70", false, true, true, false, 0.0, dt, 70},
-                                 {"self causal, a row with no visible key, T 70", false, true, true, true, 0.0, dt, 70},
-                                 {"self causal + attention dropout 0.3, T 70", false, true, true, false, 0.3, dt, 70},
-                                 {"cross + padding, T 70", true, false, true, false, 0.0, dt, 70}}) {
+      for (const AttnCase& c : std::vector<AttnCase>{
+               {"self causal", false, true, false, false, 0.0, dt},
+               {"self causal + padding", false, true, true, false, 0.0, dt},
+               {"self, padding, a row with no visible key", false, false, true, true, 0.0, dt},
+               {"cross + padding", true, false, true, false, 0.0, dt},
+               {"cross, a row with no visible key", true, false, true, true, 0.0, dt},
+               {"self causal + attention dropout 0.3", false, true, true, false, 0.3, dt},
+               {"cross + attention dropout 0.3", true, false, false, false, 0.3, dt},
+               // longer rows: several vector-loop blocks per row of softmax and its backward
+               {"self causal, T 70", false, true, false, false, 0.0, dt, 70},
+               {"self causal + padding, T 70", false, true, true, false, 0.0, dt, 70},
+               {"self causal, a row with no visible key, T 70", false, true, true, true, 0.0, dt, 70},
+               {"self causal + attention dropout 0.3, T 70", false, true, true, false, 0.3, dt, 70},
+               {"cross + padding, T 70", true, false, true, false, 0.0, dt, 70},
+               // soft-capped at c = 0.5, well inside tanh's bend at these scores
+               {"self causal + padding, soft-cap", false, true, true, false, 0.0, dt, 5, 0.5},
+               {"self, a row with no visible key, soft-cap", false, false, true, true, 0.0, dt, 5, 0.5},
+               {"cross + dropout 0.3, soft-cap", true, false, true, false, 0.3, dt, 5, 0.5},
+               {"self causal + padding, soft-cap, T 70", false, true, true, false, 0.0, dt, 70, 0.5}}) {
         SCOPED_TRACE(c.name + (dt == torch::kDouble ? " (float64)" : " (float32)") +
                      (hp == HeadProducts::Band ? ", band kernel" : ", BLAS"));
         set_head_products(hp);
@@ -398,42 +405,47 @@ void fused_sublayers_equal_composed() {
     bool sigma;
     Arch arch = Arch::Decoder;  // encoder-decoder: the cross-attention composed between fused sub-layers
     bool qk = false;            // QK-LayerNorm
+    double cap = 0.0;           // attention soft-capping (Gemma 2's c)
   };
-  const std::vector<Case> cases{{Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false},
-                                {Scheme::Pre, NormKind::LayerNorm, Activation::GELU, false},
-                                {Scheme::DeepNorm, NormKind::LayerNorm, Activation::GELU, false},
-                                {Scheme::Post, NormKind::RMSNorm, Activation::GELU, false},
-                                {Scheme::Pre, NormKind::RMSNorm, Activation::ReLU, true},
-                                {Scheme::LNScaling, NormKind::LayerNorm, Activation::GELU, false},
-                                {Scheme::DepthScaled, NormKind::LayerNorm, Activation::ReLU, false},
-                                {Scheme::MixLN, NormKind::LayerNorm, Activation::GELU, false},
-                                {Scheme::ReZero, NormKind::None, Activation::ReLU, false},
-                                {Scheme::LayerScale, NormKind::LayerNorm, Activation::GELU, false},
-                                {Scheme::PeriLN, NormKind::LayerNorm, Activation::ReLU, false},
-                                {Scheme::PeriLN, NormKind::RMSNorm, Activation::GELU, false},
-                                {Scheme::Admin, NormKind::LayerNorm, Activation::ReLU, false},
-                                {Scheme::Post, NormKind::None, Activation::GELU, true},
-                                {Scheme::SubLN, NormKind::LayerNorm, Activation::GELU, false},
-                                {Scheme::SubLN, NormKind::RMSNorm, Activation::ReLU, true},
-                                {Scheme::NormFormer, NormKind::LayerNorm, Activation::GELU, false},
-                                {Scheme::Pre, NormKind::DyT, Activation::GELU, false},
-                                {Scheme::Post, NormKind::DyT, Activation::ReLU, false},
-                                {Scheme::PeriLN, NormKind::DyT, Activation::ReLU, false},
-                                {Scheme::SubLN, NormKind::DyT, Activation::GELU, false},
-                                {Scheme::Pre, NormKind::LayerNorm, Activation::GELU, false, Arch::Decoder, true},
-                                {Scheme::Post, NormKind::RMSNorm, Activation::ReLU, true, Arch::Decoder, true},
-                                {Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false, Arch::EncoderDecoder},
-                                {Scheme::PeriLN, NormKind::LayerNorm, Activation::GELU, false, Arch::EncoderDecoder}};
+  const std::vector<Case> cases{
+      {Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false},
+      {Scheme::Pre, NormKind::LayerNorm, Activation::GELU, false},
+      {Scheme::DeepNorm, NormKind::LayerNorm, Activation::GELU, false},
+      {Scheme::Post, NormKind::RMSNorm, Activation::GELU, false},
+      {Scheme::Pre, NormKind::RMSNorm, Activation::ReLU, true},
+      {Scheme::LNScaling, NormKind::LayerNorm, Activation::GELU, false},
+      {Scheme::DepthScaled, NormKind::LayerNorm, Activation::ReLU, false},
+      {Scheme::MixLN, NormKind::LayerNorm, Activation::GELU, false},
+      {Scheme::ReZero, NormKind::None, Activation::ReLU, false},
+      {Scheme::LayerScale, NormKind::LayerNorm, Activation::GELU, false},
+      {Scheme::PeriLN, NormKind::LayerNorm, Activation::ReLU, false},
+      {Scheme::PeriLN, NormKind::RMSNorm, Activation::GELU, false},
+      {Scheme::Admin, NormKind::LayerNorm, Activation::ReLU, false},
+      {Scheme::Post, NormKind::None, Activation::GELU, true},
+      {Scheme::SubLN, NormKind::LayerNorm, Activation::GELU, false},
+      {Scheme::SubLN, NormKind::RMSNorm, Activation::ReLU, true},
+      {Scheme::NormFormer, NormKind::LayerNorm, Activation::GELU, false},
+      {Scheme::Pre, NormKind::DyT, Activation::GELU, false},
+      {Scheme::Post, NormKind::DyT, Activation::ReLU, false},
+      {Scheme::PeriLN, NormKind::DyT, Activation::ReLU, false},
+      {Scheme::SubLN, NormKind::DyT, Activation::GELU, false},
+      {Scheme::Pre, NormKind::LayerNorm, Activation::GELU, false, Arch::Decoder, true},
+      {Scheme::Post, NormKind::RMSNorm, Activation::ReLU, true, Arch::Decoder, true},
+      {Scheme::Pre, NormKind::LayerNorm, Activation::GELU, false, Arch::Decoder, false, 0.5},
+      {Scheme::Post, NormKind::RMSNorm, Activation::ReLU, true, Arch::Decoder, true, 0.5},
+      {Scheme::Pre, NormKind::LayerNorm, Activation::ReLU, false, Arch::EncoderDecoder, false, 0.5},
+      {Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false, Arch::EncoderDecoder},
+      {Scheme::PeriLN, NormKind::LayerNorm, Activation::GELU, false, Arch::EncoderDecoder}};
   for (auto dt : {torch::kDouble, torch::kFloat})
     for (const auto& c : cases)
       for (double p : {0.0, 0.1}) {
         SCOPED_TRACE(to_string(c.arch) + "/" + to_string(c.scheme) + "/" + to_string(c.norm) +
                      (c.act == Activation::GELU ? "/gelu" : "/relu") + (c.sigma ? "/sigma" : "") +
-                     (c.qk ? "/qk-norm" : "") + " dropout " + std::to_string(p) +
+                     (c.qk ? "/qk-norm" : "") + (c.cap > 0 ? "/softcap" : "") + " dropout " + std::to_string(p) +
                      (dt == torch::kDouble ? " float64" : " float32"));
         auto m = test::tiny(c.arch, c.scheme, c.norm, c.sigma);
         m.d_model = 16, m.n_heads = 2, m.d_ff = 24, m.decoder_layers = 4, m.activation = c.act;
-        m.dropout = p, m.attention_dropout = p, m.qk_norm = c.qk;
+        m.dropout = p, m.attention_dropout = p, m.qk_norm = c.qk, m.attn_softcap = c.cap;
         Transformer model(m);
         initialize(*model, 3);
         {  // gains (ReZero's start at 0), skip weights and norms away from their initial 1 and 0
@@ -492,9 +504,10 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
   EXPECT_FALSE(fused_sublayer_available(x, NormKind::LayerNorm));
   set_kernels(Kernels::Fused);
   // The node that ends a layer: the FFN sub-layer's, or the composed path's last op.
-  auto last_node = [&](Scheme scheme, bool qk_norm, bool with_tap, NormKind norm = NormKind::LayerNorm) {
+  auto last_node = [&](Scheme scheme, bool qk_norm, bool with_tap, NormKind norm = NormKind::LayerNorm,
+                       double softcap = 0.0) {
     auto m = test::tiny(Arch::Decoder, scheme, norm);
-    m.d_model = 16, m.qk_norm = qk_norm;
+    m.d_model = 16, m.qk_norm = qk_norm, m.attn_softcap = softcap;
     Layer layer(m, /*causal=*/true, /*cross=*/false, 1.0, 0, 2);
     auto in = torch::randn({2, 5, 16}).requires_grad_(true);
     Taps taps({"input"});
@@ -510,15 +523,20 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
     EXPECT_NE(last_node(scheme, false, false, NormKind::None).find("FFNSublayer"), std::string::npos)
         << to_string(scheme) << " without norms";
   EXPECT_NE(last_node(Scheme::Pre, false, false, NormKind::DyT).find("FFNSublayer"), std::string::npos) << "DyT";
-  {  // a decoder layer with cross-attention: fused self-attention and FFN around the composed cross
+  {  // a decoder layer with cross-attention: three fused sub-layers
     auto m = test::tiny(Arch::EncoderDecoder, Scheme::Pre);
     m.d_model = 16;
     Layer layer(m, /*causal=*/true, /*cross=*/true, 1.0, 0, 2);
     auto in = torch::randn({2, 5, 16}).requires_grad_(true), memory = torch::randn({2, 3, 16});
     auto y = layer->forward(in, {}, memory, {}, TapSite{});
     EXPECT_NE(y.grad_fn()->name().find("FFNSublayer"), std::string::npos);
+    const auto& before = y.grad_fn()->next_edges()[0].function;  // the FFN's input x
+    ASSERT_TRUE(before);
+    EXPECT_NE(before->name().find("CrossAttentionSublayer"), std::string::npos) << before->name();
   }
   EXPECT_NE(last_node(Scheme::Pre, true, false).find("FFNSublayer"), std::string::npos) << "QK-LayerNorm";
+  EXPECT_NE(last_node(Scheme::Post, false, false, NormKind::LayerNorm, 50.0).find("FFNSublayer"), std::string::npos)
+      << "soft-capping";
   EXPECT_EQ(last_node(Scheme::Pre, false, true).find("FFNSublayer"), std::string::npos) << "a tap";
 }
 
@@ -722,6 +740,19 @@ TEST(Kernels, VectorExpWithinTwoUlp) {
   EXPECT_GT(checked, 20000000);
   EXPECT_LE(worst, 2.5e-7) << "max relative error (2 ulp = 2.4e-7)";
   EXPECT_EQ(vec::exp(-1e9f), vec::exp(-87.3f)) << "clamped below";
+}
+
+// vec::tanh (soft-capping, softcap_rows.h): absolute error within a few ulp of 1 over the bend and
+// the tails, exact at 0, saturating to ±1 without overflow.
+TEST(Kernels, VectorTanhWithinFewUlpOfOne) {
+  double worst = 0;
+  for (float x = -30.f; x <= 30.f; x += 1.0f / 1024)
+    worst = std::max(worst, std::abs(double(vec::tanh(x)) - std::tanh(double(x))));
+  EXPECT_LE(worst, 3.0e-7) << "max absolute error (ulp of 1 = 1.2e-7)";
+  EXPECT_EQ(vec::tanh(0.f), 0.f);
+  EXPECT_EQ(vec::tanh(1e9f), 1.f);
+  EXPECT_EQ(vec::tanh(-1e9f), -1.f);
+  EXPECT_NEAR(vec::tanh(0.3), std::tanh(0.3), 1e-15) << "float64";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "stx/kernels/blas.h"
 #include "stx/kernels/kernels.h"
 #include "stx/kernels/none_tensor.h"
+#include "stx/kernels/softcap_rows.h"
 #include "stx/kernels/softmax_rows.h"
 
 namespace stx {
@@ -133,9 +134,10 @@ void each_head(int64_t B, int64_t H, const F& f) {
 }
 
 // The forward pass on addressable q, k, v (packed: k, v undefined): returns out [B, Tq, d] and
-// fills `saved` (P, the dropout noise, the blind rows).
+// fills `saved` (P, the dropout noise, the blind rows; soft-capped at c = saved.softcap > 0: tanh(S/c)).
 torch::Tensor core_forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                            torch::Tensor key_pad, int64_t heads, bool causal, double p, AttentionCoreSaved& saved) {
+  const double cap = saved.softcap;
   const bool packed = !k.defined();
   const auto& kv = packed ? q : k;
   const int64_t B = q.size(0), Tq = q.size(1), Tk = kv.size(1);
@@ -151,7 +153,7 @@ torch::Tensor core_forward(const torch::Tensor& q, const torch::Tensor& k, const
 
   auto S = torch::empty({B, heads, Tq, Tk}, q.options());
   auto out = torch::empty({B, Tq, d}, q.options());
-  torch::Tensor noise;
+  torch::Tensor noise, capped = cap > 0 ? torch::empty_like(S) : torch::Tensor();
   std::vector<std::vector<int64_t>> blind_of(B * heads);  // per head, merged in order below
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attention_core", [&] {
     using T = scalar_t;
@@ -179,6 +181,7 @@ torch::Tensor core_forward(const torch::Tensor& q, const torch::Tensor& k, const
       const int64_t head = b * heads + h, off = head * Tq * Tk;
       T* sh = s + off;
       mul.a_bt(causal, Tq, Tk, dh, T(scale), Q.at(b, h), Q.ld, K.at(b, h), K.ld, sh, Tk);  // q_h k_hᵀ/√d_h
+      if (cap > 0) softcap_head<T>(sh, capped.data_ptr<T>() + off, Tq, Tk, causal, T(cap));
       softmax_head<T>(sh, Tq, Tk, causal, kp ? kp + b * Tk : nullptr, bp ? bp + b * Tk : nullptr, shifted, head * Tq,
                       blind_of[head]);
       const T* ph = sh;
@@ -193,6 +196,7 @@ torch::Tensor core_forward(const torch::Tensor& q, const torch::Tensor& k, const
   for (const auto& v : blind_of) blind.insert(blind.end(), v.begin(), v.end());
   saved.probs = S;
   saved.noise = noise;
+  saved.capped = capped;
   saved.blind = torch::tensor(blind, torch::kLong);
   return out;
 }
@@ -225,6 +229,7 @@ void core_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::
     const T* pp = P.data_ptr<T>();
     const T* np = noise.defined() ? noise.data_ptr<T>() : nullptr;
     T* ddp = dD.data_ptr<T>();
+    const T* tp = saved.capped.defined() ? saved.capped.data_ptr<T>() : nullptr;  // tanh(S/c)
     HeadProductsOf<T> mul;
     T* dropped = np ? scratch_of<T>(1, Tq * Tk) : nullptr;  // one head's D = P ∘ mask/(1 − p)
     each_head(B, heads, [&](int64_t b, int64_t h) {
@@ -245,6 +250,7 @@ void core_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::
       if (np)
         for (int64_t j = 0; j < n; ++j) g[j] *= np[off + j];                                // dP
       softmax_backward_head<T>(g, pp + off, Tq, Tk, causal, blind_lo, blind_hi, row0);      // dS
+      if (tp) softcap_backward_head<T>(g, tp + off, Tq, Tk, causal);                        // of the raw S
       mul.a_b(causal, Tq, dh, Tk, T(scale), g, Tk, K.at(b, h), K.ld, dQ.at(b, h), dQ.ld);   // dq
       mul.at_b(causal, Tk, dh, Tq, T(scale), g, Tk, Q.at(b, h), Q.ld, dK.at(b, h), dK.ld);  // dk
     });
@@ -255,13 +261,15 @@ class AttentionCoreFn : public torch::autograd::Function<AttentionCoreFn> {
  public:
   // Packed (self-attention on [B, T, 3d]): k and v travel as [0] tensors.
   static variable_list forward(AutogradContext* ctx, torch::Tensor q, torch::Tensor k, torch::Tensor v,
-                               torch::Tensor key_pad, int64_t heads, bool causal, double p) {
+                               torch::Tensor key_pad, int64_t heads, bool causal, double p, double softcap) {
     k = unpack_none(k), v = unpack_none(v);
     q = addressable(q);
     if (k.defined()) k = addressable(k), v = addressable(v);
     AttentionCoreSaved saved;
+    saved.softcap = softcap;
     auto out = core_forward(q, k, v, unpack_none(key_pad), heads, causal, p, saved);
-    ctx->save_for_backward({q, pack_none(k), pack_none(v), saved.probs, pack_none(saved.noise)});
+    ctx->save_for_backward(
+        {q, pack_none(k), pack_none(v), saved.probs, pack_none(saved.noise), pack_none(saved.capped)});
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["blind"] = saved.blind;
     ctx->saved_data["causal"] = causal;
@@ -272,19 +280,33 @@ class AttentionCoreFn : public torch::autograd::Function<AttentionCoreFn> {
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     const auto s = ctx->get_saved_variables();
     const auto k = unpack_none(s[1]), v = unpack_none(s[2]);
-    const AttentionCoreSaved saved{s[3], unpack_none(s[4]), ctx->saved_data["blind"].toTensor()};
+    const AttentionCoreSaved saved{s[3], unpack_none(s[4]), ctx->saved_data["blind"].toTensor(), unpack_none(s[5])};
     torch::Tensor dq, dk, dv;
     core_backward(s[0], k, v, saved, ctx->saved_data["heads"].toInt(), ctx->saved_data["causal"].toBool(), grad_out[0],
                   dq, dk, dv);
-    return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor attention_core_packed_forward(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads,
-                                            bool causal, double dropout, AttentionCoreSaved& saved) {
+                                            bool causal, double dropout, AttentionCoreSaved& saved, double softcap) {
+  saved.softcap = softcap;
   return core_forward(addressable(qkv), {}, {}, key_pad, heads, causal, dropout, saved);
+}
+
+torch::Tensor attention_core_forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                     const torch::Tensor& key_pad, int64_t heads, bool causal, double dropout,
+                                     AttentionCoreSaved& saved, double softcap) {
+  saved.softcap = softcap;
+  return core_forward(addressable(q), addressable(k), addressable(v), key_pad, heads, causal, dropout, saved);
+}
+
+void attention_core_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const AttentionCoreSaved& saved, int64_t heads, bool causal, const torch::Tensor& dout,
+                             torch::Tensor& dq, torch::Tensor& dk, torch::Tensor& dv) {
+  core_backward(addressable(q), addressable(k), addressable(v), saved, heads, causal, dout, dq, dk, dv);
 }
 
 torch::Tensor attention_core_packed_backward(const torch::Tensor& qkv, const AttentionCoreSaved& saved, int64_t heads,
@@ -296,16 +318,16 @@ torch::Tensor attention_core_packed_backward(const torch::Tensor& qkv, const Att
 
 torch::Tensor attention_core(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& key_pad, int64_t heads, bool causal, double dropout,
-                             torch::Tensor* probs) {
-  auto r = AttentionCoreFn::apply(q, k, v, pack_none(key_pad), heads, causal, dropout);
+                             torch::Tensor* probs, double softcap) {
+  auto r = AttentionCoreFn::apply(q, k, v, pack_none(key_pad), heads, causal, dropout, softcap);
   if (probs) *probs = r[1];
   return r[0];
 }
 
 torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tensor& key_pad, int64_t heads, bool causal,
-                                    double dropout, torch::Tensor* probs) {
+                                    double dropout, torch::Tensor* probs, double softcap) {
   auto r =
-      AttentionCoreFn::apply(qkv, torch::empty({0}), torch::empty({0}), pack_none(key_pad), heads, causal, dropout);
+      AttentionCoreFn::apply(qkv, none_tensor(), none_tensor(), pack_none(key_pad), heads, causal, dropout, softcap);
   if (probs) *probs = r[1];
   return r[0];
 }
@@ -313,15 +335,25 @@ torch::Tensor attention_core_packed(const torch::Tensor& qkv, const torch::Tenso
 #else  // no BLAS: attention_core_available() is false and AttentionImpl keeps the reference path
 
 torch::Tensor attention_core(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                             int64_t, bool, double, torch::Tensor*) {
+                             int64_t, bool, double, torch::Tensor*, double) {
   TORCH_CHECK(false, "attention_core: stx was built without BLAS (kernels/blas.h)");
 }
-torch::Tensor attention_core_packed(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double, torch::Tensor*) {
+torch::Tensor attention_core_packed(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double, torch::Tensor*,
+                                    double) {
   TORCH_CHECK(false, "attention_core_packed: stx was built without BLAS (kernels/blas.h)");
 }
 torch::Tensor attention_core_packed_forward(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double,
-                                            AttentionCoreSaved&) {
+                                            AttentionCoreSaved&, double) {
   TORCH_CHECK(false, "attention_core_packed_forward: stx was built without BLAS (kernels/blas.h)");
+}
+torch::Tensor attention_core_forward(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                     const torch::Tensor&, int64_t, bool, double, AttentionCoreSaved&, double) {
+  TORCH_CHECK(false, "attention_core_forward: stx was built without BLAS (kernels/blas.h)");
+}
+void attention_core_backward(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                             const AttentionCoreSaved&, int64_t, bool, const torch::Tensor&, torch::Tensor&,
+                             torch::Tensor&, torch::Tensor&) {
+  TORCH_CHECK(false, "attention_core_backward: stx was built without BLAS (kernels/blas.h)");
 }
 torch::Tensor attention_core_packed_backward(const torch::Tensor&, const AttentionCoreSaved&, int64_t, bool,
                                              const torch::Tensor&) {

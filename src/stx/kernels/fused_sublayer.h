@@ -30,15 +30,26 @@ namespace stx {
 bool fused_sublayer_available(const torch::Tensor& x, NormKind kind);
 
 // Self-attention. x [B, T, d]; key_pad [B, T] bool (true at padding) or undefined; every bias
-// undefined when absent. attention_dropout: on P (0 outside training). inner: Sub-LN's norm on
+// undefined when absent. attention_dropout: on P (0 outside training). softcap: Gemma 2's c on the
+// scores (0: none; attention_core.h). inner: Sub-LN's norm on
 // the core's output before W_o; q_norm, k_norm: QK-LayerNorm's over each head's queries and keys
 // (undefined: none; kernels/inner_norms.h).
 torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
-                                       double attention_dropout, const FusedJoin& join, const JoinWeights& jw,
-                                       const NormWeights& inner, const NormWeights& q_norm, const NormWeights& k_norm,
-                                       const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
-                                       const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
-                                       const torch::Tensor& wo, const torch::Tensor& bo);
+                                       double attention_dropout, double softcap, const FusedJoin& join,
+                                       const JoinWeights& jw, const NormWeights& inner, const NormWeights& q_norm,
+                                       const NormWeights& k_norm, const torch::Tensor& wq, const torch::Tensor& wk,
+                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
+                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo);
+
+// Cross-attention (a decoder layer's, fused_cross_attention.cpp): queries from x [B, T, d], keys
+// and values from memory [B, Tk, d] (the encoder's output), memory_pad [B, Tk] bool or undefined;
+// no causal band; inner: Sub-LN's norm before W_o. Not for QK-LayerNorm (composed).
+torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch::Tensor& memory,
+                                             const torch::Tensor& memory_pad, int64_t heads, double attention_dropout,
+                                             double softcap, const FusedJoin& join, const JoinWeights& jw,
+                                             const NormWeights& inner, const torch::Tensor& wq, const torch::Tensor& wk,
+                                             const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
+                                             const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo);
 
 // Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU. mid: Sub-LN's
 // or NormFormer's norm on the activation before W₂ (undefined: none).

@@ -88,8 +88,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   if (!memory.is_same(x)) tap("keys_in", memory);
   const bool self = memory.is_same(x);
   const bool want_probs = tap.taps && tap.taps->wants(tap.prefix + "probs");
-  // The fused core has neither QK-LayerNorm nor soft-capping, and does not expose the scores.
-  const bool plain = !q_norm && softcap_ == 0 && !(tap.taps && tap.taps->wants(tap.prefix + "scores"));
+  // The fused core has no QK-LayerNorm and does not expose the scores (it soft-caps them).
+  const bool plain = !q_norm && !(tap.taps && tap.taps->wants(tap.prefix + "scores"));
   const AttentionCore core = attention_core_choice();
   const bool sdpa = core == AttentionCore::Sdpa || (core == AttentionCore::Auto && x.is_cuda());
   if (sdpa && softcap_ == 0 && !want_probs && !(tap.taps && tap.taps->wants(tap.prefix + "scores")))
@@ -102,10 +102,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
       auto w = torch::cat({q_proj->step_weight(), k_proj->step_weight(), v_proj->step_weight()});
       auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor();
       auto qkv = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), w, b).view({x.size(0), x.size(1), -1});
-      out = attention_core_packed(qkv, key_pad, heads_, causal, p, want_probs ? &probs : nullptr);
+      out = attention_core_packed(qkv, key_pad, heads_, causal, p, want_probs ? &probs : nullptr, softcap_);
     } else {
       out = attention_core(q_proj->forward(x), k_proj->forward(memory), v_proj->forward(memory), key_pad, heads_,
-                           causal, p, want_probs ? &probs : nullptr);
+                           causal, p, want_probs ? &probs : nullptr, softcap_);
     }
     if (want_probs) tap("probs", probs);
     return project_out(out);

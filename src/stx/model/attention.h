@@ -35,7 +35,7 @@ class AttentionImpl : public torch::nn::Module {
                              torch::Tensor& k, torch::Tensor& v);
 
   // Neither QK-LayerNorm, nor soft-capping, nor Sub-LN's inner norm: the fused sub-layer's case.
-  bool softcapped() const { return softcap_ != 0; }  // Gemma 2's tanh soft-capping of the logits
+  double softcap() const { return softcap_; }  // Gemma 2's c in z ← c·tanh(z/c) on the logits (0: none)
   double attention_dropout() const { return attention_dropout_; }
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};

@@ -55,10 +55,6 @@ LayerImpl::LayerImpl(const ModelConfig& cfg, bool causal, bool cross, double alp
     if (cross) encoder_attn_skip = register_parameter(cross_skip_name_, torch::ones({d}));
     ffn_skip = register_parameter(ffn_skip_name_, torch::ones({d}));
   }
-  // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join, the
-  // norms Sub-LN and NormFormer put inside G, NormFormer's head scales and QK-LayerNorm; not
-  // soft-capping. A decoder layer's cross-attention stays composed between its fused two.
-  fusable_ = !self_attn->softcapped();
   if (cfg.scheme == Scheme::ReZero) {  // one scalar per sub-layer (Bachlechner et al. 2020)
     self_attn_gain = register_parameter("self_attn_resweight", torch::zeros({1}));
     if (cross) encoder_attn_gain = register_parameter("encoder_attn_resweight", torch::zeros({1}));
@@ -118,7 +114,11 @@ SubLayer LayerImpl::sub(Which w) {
 }
 
 bool LayerImpl::use_fused(const torch::Tensor& x, const TapSite& tap) const {
-  return fusable_ && !tap.taps && !admin_profile && attention_core_choice() != AttentionCore::Sdpa &&
+  // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join, the
+  // norms Sub-LN and NormFormer put inside G, NormFormer's head scales, QK-LayerNorm and
+  // soft-capping; a decoder layer's cross-attention too (fused_cross_attention.cpp), except with
+  // QK-LayerNorm.
+  return !tap.taps && !admin_profile && attention_core_choice() != AttentionCore::Sdpa &&
          fused_sublayer_available(x, self_attn_layer_norm->kind()) &&
          final_layer_norm->kind() == self_attn_layer_norm->kind();
 }
@@ -146,11 +146,23 @@ torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Te
   const auto n = weights_of(self_attn_layer_norm);
   const auto out = weights_of(self_attn_out_layer_norm ? self_attn_out_layer_norm : attn_ln);  // Peri-LN; NormFormer
   const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, self_attn_gain, self_attn_skip, c_attn};
-  return fused_attention_sublayer(x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0,
-                                  join_of(spec_, self_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln),
-                                  weights_of(a.q_norm), weights_of(a.k_norm), a.q_proj->step_weight(),
-                                  a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias, a.k_proj->bias,
-                                  a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
+  return fused_attention_sublayer(
+      x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0, a.softcap(),
+      join_of(spec_, self_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln), weights_of(a.q_norm),
+      weights_of(a.k_norm), a.q_proj->step_weight(), a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias,
+      a.k_proj->bias, a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
+}
+
+torch::Tensor LayerImpl::fused_cross_attn(const torch::Tensor& x, const torch::Tensor& memory,
+                                          const torch::Tensor& memory_pad) {
+  auto& a = *encoder_attn;
+  const auto n = weights_of(encoder_attn_layer_norm), out = weights_of(encoder_attn_out_layer_norm);  // Peri-LN
+  const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, encoder_attn_gain, encoder_attn_skip, torch::Tensor()};
+  return fused_cross_attention_sublayer(x, memory, memory_pad, heads_, is_training() ? a.attention_dropout() : 0.0,
+                                        a.softcap(), join_of(spec_, encoder_attn_layer_norm, is_training()), jw,
+                                        weights_of(a.inner_attn_ln), a.q_proj->step_weight(), a.k_proj->step_weight(),
+                                        a.v_proj->step_weight(), a.q_proj->bias, a.k_proj->bias, a.v_proj->bias,
+                                        a.out_proj->step_weight(), a.out_proj->bias);
 }
 
 torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
@@ -175,9 +187,11 @@ torch::Tensor LayerImpl::cross_attn(const torch::Tensor& x, const torch::Tensor&
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& self_pad, const torch::Tensor& memory,
                                  const torch::Tensor& memory_pad, const TapSite& tap) {
-  if (use_fused(x0, tap)) {  // the cross-attention sub-layer, if any, composed between the fused two
+  if (use_fused(x0, tap)) {  // with QK-LayerNorm the cross-attention sub-layer stays composed
     auto x = fused_self_attn(x0, self_pad);
-    return fused_ffn(encoder_attn ? cross_attn(x, memory, memory_pad, tap) : x);
+    if (encoder_attn)
+      x = encoder_attn->q_norm ? cross_attn(x, memory, memory_pad, tap) : fused_cross_attn(x, memory, memory_pad);
+    return fused_ffn(x);
   }
   const bool pre = !spec_.post_style;
   tap("input", x0);

@@ -58,12 +58,12 @@ class LayerImpl : public torch::nn::Module {
   // profile watches the intermediate points.
   bool use_fused(const torch::Tensor& x, const TapSite& tap) const;
   torch::Tensor fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad);
+  torch::Tensor fused_cross_attn(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_pad);
   torch::Tensor fused_ffn(const torch::Tensor& x);
   torch::Tensor cross_attn(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_pad,
                            const TapSite& tap);
 
   ResidualSpec spec_;
-  bool fusable_ = false;
   bool causal_;
   double gain_init_ = 0.0;
   int64_t l_ = 0, heads_ = 1;
