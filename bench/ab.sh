@@ -74,6 +74,9 @@ if old:
     s += f"  old {o:.1f} ms (old/fused {o / f:.3f})"
 print(s)
 print(f"  products alone {products:.1f} ms: step/products fused {f / products:.2f}, composed {c / products:.2f}")
+best = med(fused, "best_gemm_ms_per_step")
+print(f"  products at the faster of the BLAS and the band kernel {best:.1f} ms: step/products fused {f / best:.2f}, "
+      f"composed {c / best:.2f}")
 PY
 done
 echo "JSON reports: $OUT"

@@ -139,6 +139,9 @@ print(f"ratio (fastest step): {e['ms_per_step_min'] / s['ms_per_step_min']:.2f}"
 print(f"ratio (CPU time): {e['cpu_ms_per_step'] / s['cpu_ms_per_step']:.2f}  "
       f"({s['cpu_ms_per_step']:.1f} vs {e['cpu_ms_per_step']:.1f} CPU ms/step)")
 print(f"sgemm fraction: {s['sgemm_fraction']:.3f}  ({s['gflops']:.1f} of {s['sgemm_gflops']:.1f} GFLOP/s)")
+if s.get("best_gemm_ms_per_step", 0) > 0:
+    print(f"stx step / products: {s['ms_per_step_median'] / s['gemm_ms_per_step']:.2f} at the BLAS's rate, "
+          f"{s['ms_per_step_median'] / s['best_gemm_ms_per_step']:.2f} at the faster of the BLAS and stx's band kernel")
 PYEOF
   echo
 }

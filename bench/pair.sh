@@ -51,7 +51,7 @@ for r in range(1, rounds + 1):
     n, o = get("n", r), get("o", r)
     ratios.append(o["ms_per_step_median"] / n["ms_per_step_median"])
     print(f"round {r}: new {n['ms_per_step_median']:.2f} ms  old {o['ms_per_step_median']:.2f} ms  "
-          f"old/new {ratios[-1]:.3f}  (new step / products {n['ms_per_step_median'] / n['gemm_ms_per_step']:.2f})")
+          f"old/new {ratios[-1]:.3f}  (new step / products {n['ms_per_step_median'] / n['best_gemm_ms_per_step']:.2f})")
 same = get("n", 1)["final_loss"] == get("o", 1)["final_loss"]
 print(f"median old/new {statistics.median(ratios):.3f} over {rounds} rounds; final losses "
       + ("equal" if same else f"differ ({get('n', 1)['final_loss']!r} vs {get('o', 1)['final_loss']!r})"))

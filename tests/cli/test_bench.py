@@ -44,7 +44,7 @@ with tempfile.TemporaryDirectory() as d:
     check("text report", "tokens/s:" in r.stdout and "sgemm fraction:" in r.stdout, r.stdout)
     j = json.load(open(out)) if os.path.exists(out) else {}
     positive = ["tokens_per_s", "ms_per_step_median", "ms_per_step_mean", "cpu_ms_per_step", "flops_per_step", "gflops", "sgemm_gflops",
-                "sgemm_fraction", "peak_rss_mb", "rss_before_mb", "parameters", "threads", "tokens_per_step"]
+                "sgemm_fraction", "best_gemm_ms_per_step", "peak_rss_mb", "rss_before_mb", "parameters", "threads", "tokens_per_step"]
     check("json keys positive", all(isinstance(j.get(k), (int, float)) and j[k] > 0 for k in positive),
           {k: j.get(k) for k in positive})
     check("defaults: seq = max_len, batch = max_tokens / seq", j.get("seq") == 8 and j.get("batch") == 2,
@@ -57,6 +57,11 @@ with tempfile.TemporaryDirectory() as d:
     check("sgemm shapes listed", len(j.get("sgemm_shapes", [])) > 0 and
           sum(s["count"] * 2 * s["batch"] * s["m"] * s["n"] * s["k"] for s in j["sgemm_shapes"]) == want)
 
+    check("the tighter products bound: at most the BLAS's", 0 < j.get("best_gemm_ms_per_step", 0) <= j.get("gemm_ms_per_step", 0),
+          (j.get("best_gemm_ms_per_step"), j.get("gemm_ms_per_step")))
+    check("both kernels timed on every shape", all(s.get("band_ms", 0) > 0 for s in j.get("sgemm_shapes", [])),
+          j.get("sgemm_shapes"))
+    check("text: step / products", "step / products:" in r.stdout, r.stdout)
     check("kernels reported", j.get("kernels") == "fused", j.get("kernels"))
     # The reference kernels and a profile: the same model, a trace with forward and backward ops.
     trace = os.path.join(d, "trace.json")

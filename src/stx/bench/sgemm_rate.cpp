@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "stx/core/device.h"
+#include "stx/kernels/band_gemm.h"
 #include "stx/kernels/blas.h"
 
 namespace stx::bench {
@@ -38,6 +39,24 @@ std::function<void()> gemm_call(const Gemm& g, const torch::Tensor& a, const tor
   };
 }
 
+std::function<void()> band_gemm_call(const Gemm& g, const torch::Tensor& a, const torch::Tensor& b,
+                                     const torch::Tensor& c) {
+#ifdef STX_HAVE_BLAS
+  if (c.device().is_cpu() && c.scalar_type() == torch::kFloat32) {
+    const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
+    return [g, lda, ldb, a = a, b = b, c = c] {
+      const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
+      float* cp = c.data_ptr<float>();
+      for (int64_t i = 0; i < g.batch; ++i)
+        band::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, ap + i * g.m * g.k, lda, bp + i * g.k * g.n, ldb, 0.0f,
+                   cp + i * g.m * g.n, g.n);
+    };
+  }
+#endif
+  (void)g, (void)a, (void)b, (void)c;
+  return {};
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 }  // namespace
@@ -56,17 +75,11 @@ double seconds_per_call(const std::function<void()>& call, double seconds) {
 
 namespace {
 
-double time_one(const Gemm& g, const torch::Device& device, torch::ScalarType dtype, double min_seconds) {
-  torch::NoGradGuard no_grad;
-  const auto o = torch::TensorOptions().device(device).dtype(dtype);
-  auto a = gemm_operand(g.batch, g.m, g.k, g.trans_a, o);
-  auto b = gemm_operand(g.batch, g.k, g.n, g.trans_b, o);
-  auto c = g.batch > 1 ? torch::empty({g.batch, g.m, g.n}, o) : torch::empty({g.m, g.n}, o);
-  const auto call = gemm_call(g, a, b, c);
-  call();  // untimed: first-touch pages, BLAS thread start-up
+// Best of several rounds (each ≥ 2 calls and ≥ min_seconds/5) of `call`: the rate the machine
+// reaches, not one disturbed by a passing load on a shared machine.
+double best_seconds_per_call(const std::function<void()>& call, const torch::Device& device, double min_seconds) {
+  call();  // untimed: first-touch pages, BLAS thread start-up, the kernel's pack buffer
   synchronize(device);
-  // Best of several rounds (each ≥ 2 calls and ≥ min_seconds/5): the rate the machine reaches,
-  // not one disturbed by a passing load on a shared machine.
   double best = 0;
   const auto start = Clock::now();
   const auto timed = [&] {
@@ -81,6 +94,18 @@ double time_one(const Gemm& g, const torch::Device& device, torch::ScalarType dt
   return best;
 }
 
+// One product's time through the BLAS and, where it runs, on the band kernel.
+GemmTiming time_one(const Gemm& g, const torch::Device& device, torch::ScalarType dtype, double min_seconds) {
+  torch::NoGradGuard no_grad;
+  const auto o = torch::TensorOptions().device(device).dtype(dtype);
+  auto a = gemm_operand(g.batch, g.m, g.k, g.trans_a, o);
+  auto b = gemm_operand(g.batch, g.k, g.n, g.trans_b, o);
+  auto c = g.batch > 1 ? torch::empty({g.batch, g.m, g.n}, o) : torch::empty({g.m, g.n}, o);
+  GemmTiming t{g, best_seconds_per_call(gemm_call(g, a, b, c), device, min_seconds)};
+  if (const auto band = band_gemm_call(g, a, b, c)) t.band_seconds = best_seconds_per_call(band, device, min_seconds);
+  return t;
+}
+
 }  // namespace
 
 SgemmRate measure_sgemm_rate(const std::vector<Gemm>& gemms, const torch::Device& device, torch::ScalarType dtype,
@@ -88,8 +113,9 @@ SgemmRate measure_sgemm_rate(const std::vector<Gemm>& gemms, const torch::Device
   SgemmRate r;
   double flops = 0;
   for (const auto& g : gemms) {
-    GemmTiming t{g, time_one(g, device, dtype, min_seconds)};
+    const GemmTiming t = time_one(g, device, dtype, min_seconds);
     r.step_seconds += t.seconds * static_cast<double>(g.count);
+    r.best_step_seconds += t.best_seconds() * static_cast<double>(g.count);
     flops += g.flops();
     r.shapes.push_back(t);
   }

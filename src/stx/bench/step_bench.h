@@ -52,6 +52,7 @@ struct StepBenchResult {
   double flops_per_step = 0, gflops = 0;                     // achieved: flops_per_step / mean step time
   double sgemm_gflops = 0, sgemm_fraction = 0;               // fraction = gflops / sgemm_gflops
   double gemm_ms = 0;                                        // the step's products alone at the sgemm rate
+  double best_gemm_ms = 0;  // the same, each shape at the faster of the BLAS and stx's band kernel (sgemm_rate.h)
   double rss_before_mb = 0, rss_model_mb = 0, peak_rss_mb = 0;
   double final_loss = 0;
   SgemmRate sgemm;
