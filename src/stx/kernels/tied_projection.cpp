@@ -29,7 +29,13 @@ class TiedProjection : public torch::autograd::Function<TiedProjection> {
     ctx->save_for_backward({h2, e, into});
     auto sizes = h.sizes().vec();
     sizes.back() = E.size(0);
-    return torch::mm(h2, e.t()).view(sizes);
+    auto z = torch::empty({h2.size(0), E.size(0)}, h2.options());
+    AT_DISPATCH_FLOATING_TYPES(h2.scalar_type(), "tied_projection_forward", [&] {
+      using T = scalar_t;
+      band::gemm(false, true, h2.size(0), E.size(0), h2.size(1), T(1), h2.data_ptr<T>(), h2.size(1), e.data_ptr<T>(),
+                 e.size(1), T(0), z.data_ptr<T>(), E.size(0));
+    });
+    return z.view(sizes);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
