@@ -51,9 +51,10 @@ TRAIN_DEFAULTS = dict(optimizer="adam", lr=5e-4, betas=[0.9, 0.98], eps=1e-8, we
 
 def mapped_blas():
     """OpenBLAS when bench/compare.sh preloaded it (its sgemm_ then serves torch's products), else
-    the MKL linked inside libtorch_cpu.so."""
+    the MKL linked inside libtorch_cpu.so. numpy's own OpenBLAS (libscipy_openblas64_, 64-bit
+    integer symbols with a suffix) is mapped either way and serves none of torch's products."""
     with open("/proc/self/maps") as f:
-        return "openblas" if any("openblas" in line for line in f) else "mkl"
+        return "openblas" if any("libopenblas" in line for line in f) else "mkl"
 
 
 def physical_cores():
