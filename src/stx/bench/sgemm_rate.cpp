@@ -16,22 +16,35 @@ torch::Tensor gemm_operand(int64_t batch, int64_t rows, int64_t cols, bool trans
   return trans ? t.transpose(-2, -1) : t;
 }
 
+namespace {
+
+#ifdef STX_HAVE_BLAS
+// c ← op(a)·op(b) in float32, one call of `gemm` (blas::gemm's signature) per batch entry. Each
+// operand's storage is row-major [rows × cols], or [cols × rows] when transposed (gemm_operand).
+template <class Gemm_>
+std::function<void()> per_entry(const Gemm& g, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c,
+                                Gemm_ gemm) {
+  const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
+  return [g, lda, ldb, a = a, b = b, c = c, gemm] {  // copies: the handles, not the data
+    const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
+    float* cp = c.data_ptr<float>();
+    for (int64_t i = 0; i < g.batch; ++i)
+      gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, ap + i * g.m * g.k, lda, bp + i * g.k * g.n, ldb, 0.0f,
+           cp + i * g.m * g.n, g.n);
+  };
+}
+
+bool cpu_float(const torch::Tensor& c) { return c.device().is_cpu() && c.scalar_type() == torch::kFloat32; }
+#endif
+
+}  // namespace
+
 std::function<void()> gemm_call(const Gemm& g, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c) {
 #ifdef STX_HAVE_BLAS
   // On the CPU, the fused kernels' own entry point (blas::gemm → sgemm_, one call per batch
   // entry, as kernels/attention_core.cpp makes them): LibTorch's bmm goes to the MKL inside
   // libtorch_cpu.so, whose batched path does not pass through sgemm_ — another BLAS than the step's.
-  if (c.device().is_cpu() && c.scalar_type() == torch::kFloat32) {
-    // Each operand's storage is row-major [rows × cols], or [cols × rows] when transposed (gemm_operand).
-    const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
-    return [g, lda, ldb, a = a, b = b, c = c] {  // copies: the handles, not the data
-      const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
-      float* cp = c.data_ptr<float>();
-      for (int64_t i = 0; i < g.batch; ++i)
-        blas::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, ap + i * g.m * g.k, lda, bp + i * g.k * g.n, ldb, 0.0f,
-                   cp + i * g.m * g.n, g.n);
-    };
-  }
+  if (cpu_float(c)) return per_entry(g, a, b, c, [](auto... x) { blas::gemm(x...); });
 #endif
   return [g, a = a, b = b, c = c]() mutable {  // copies: the handles, not the data
     if (g.batch > 1) torch::bmm_out(c, a, b);
@@ -42,16 +55,7 @@ std::function<void()> gemm_call(const Gemm& g, const torch::Tensor& a, const tor
 std::function<void()> band_gemm_call(const Gemm& g, const torch::Tensor& a, const torch::Tensor& b,
                                      const torch::Tensor& c) {
 #ifdef STX_HAVE_BLAS
-  if (c.device().is_cpu() && c.scalar_type() == torch::kFloat32) {
-    const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n;
-    return [g, lda, ldb, a = a, b = b, c = c] {
-      const float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
-      float* cp = c.data_ptr<float>();
-      for (int64_t i = 0; i < g.batch; ++i)
-        band::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, 1.0f, ap + i * g.m * g.k, lda, bp + i * g.k * g.n, ldb, 0.0f,
-                   cp + i * g.m * g.n, g.n);
-    };
-  }
+  if (cpu_float(c)) return per_entry(g, a, b, c, [](auto... x) { band::gemm(x...); });
 #endif
   (void)g, (void)a, (void)b, (void)c;
   return {};
