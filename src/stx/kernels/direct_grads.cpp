@@ -11,7 +11,7 @@ DirectGradsScope::~DirectGradsScope() { t_direct = previous_; }
 
 bool direct_grads_on() { return t_direct; }
 
-std::vector<torch::Tensor> direct_grad_targets(const torch::Tensor& x, std::initializer_list<torch::Tensor> params) {
+std::vector<torch::Tensor> direct_grad_targets(const torch::Tensor& x, at::ArrayRef<torch::Tensor> params) {
   if (!t_direct || !torch::GradMode::is_enabled() || !x.requires_grad()) return {};
   std::vector<torch::Tensor> out;
   out.reserve(params.size());

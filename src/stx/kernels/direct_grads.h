@@ -18,7 +18,6 @@
 #pragma once
 #include <torch/torch.h>
 
-#include <initializer_list>
 #include <vector>
 
 namespace stx {
@@ -39,13 +38,6 @@ bool direct_grads_on();
 // The .grad() of each parameter (undefined where the parameter is undefined: absent; made, zero,
 // where it had none), when the node with input x may write them directly; empty when it may not
 // (the node then returns its gradients to autograd as before).
-std::vector<torch::Tensor> direct_grad_targets(const torch::Tensor& x, std::initializer_list<torch::Tensor> params);
-
-// What crosses Function::apply for a node: the targets above (a non-tensor argument, so that
-// autograd does not take them for inputs).
-struct DirectGrads {
-  std::vector<torch::Tensor> g;  // empty: not direct
-  bool on() const { return !g.empty(); }
-};
+std::vector<torch::Tensor> direct_grad_targets(const torch::Tensor& x, at::ArrayRef<torch::Tensor> params);
 
 }  // namespace stx

@@ -9,6 +9,7 @@
 
 #include "stx/kernels/attention_core.h"
 #include "stx/kernels/fused_linear.h"
+#include "stx/kernels/fused_node.h"
 #include "stx/kernels/fused_sublayer.h"
 #include "stx/kernels/inner_norms.h"
 
@@ -17,61 +18,50 @@ namespace stx {
 #ifdef STX_HAVE_BLAS
 namespace {
 
-// The direct targets (direct_grads.h): the join's, the inner norm's, then these.
+// The parameters' order (the direct targets', direct_grads.h; the edges' after x and memory): the
+// join's, the inner norm's, then these.
 constexpr size_t kP = JoinWeights::kCount + InnerNorm::kCount;
 enum Proj : size_t { kWq, kBq, kWk, kBk, kWv, kBv, kWo, kBo };
 
-class CrossAttentionSublayer : public torch::autograd::Function<CrossAttentionSublayer> {
- public:
-  static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor memory, torch::Tensor memory_pad,
-                               torch::Tensor norm_w, torch::Tensor norm_b, torch::Tensor norm_a, torch::Tensor out_w,
-                               torch::Tensor out_b, torch::Tensor out_a, torch::Tensor gain, torch::Tensor skip,
-                               torch::Tensor kappa, torch::Tensor inner_w, torch::Tensor inner_b, torch::Tensor inner_a,
-                               torch::Tensor wq, torch::Tensor bq, torch::Tensor wk, torch::Tensor bk, torch::Tensor wv,
-                               torch::Tensor bv, torch::Tensor wo, torch::Tensor bo, int64_t heads, double p_attn,
-                               double softcap, FusedJoin fj, DirectGrads direct) {
-    x = x.contiguous(), memory = memory.contiguous();
-    wq = wq.contiguous(), wk = wk.contiguous(), wv = wv.contiguous(), wo = wo.contiguous();
-    bq = unpack_none(bq), bk = unpack_none(bk), bv = unpack_none(bv), bo = unpack_none(bo);
-    const int64_t B = x.size(0), T = x.size(1), d = x.size(2), Tk = memory.size(1);
-    Join join(fj, JoinWeights::of({norm_w, norm_b, norm_a, out_w, out_b, out_a, gain, skip, kappa}));
-    auto h = join.before(x);
-    auto q = linear(h, wq, bq).view({B, T, d});
-    auto k = linear(memory, wk, bk).view({B, Tk, d}), v = linear(memory, wv, bv).view({B, Tk, d});
-    AttentionCoreSaved core;
-    auto o = attention_core_forward(q, k, v, unpack_none(memory_pad), heads, false, p_attn, core, softcap);
-    InnerNorm inner{unpack_none(inner_w), unpack_none(inner_b), unpack_none(inner_a)};
-    auto g = linear(inner.forward(o, fj), wo, bo).view({B, T, d});
-    auto y = join.after(x, g);
-    std::vector<torch::Tensor> saved{
-        h, memory, q, k, v, o, wq, wk, wv, wo, core.probs, pack_none(core.noise), pack_none(core.capped)};
-    inner.save(saved);
-    join.save(ctx, saved);
-    ctx->save_for_backward(saved);
-    ctx->saved_data["blind"] = core.blind;
-    ctx->saved_data["heads"] = heads;
-    ctx->saved_data["biases"] = std::vector<bool>{bq.defined(), bk.defined(), bv.defined(), bo.defined()};
-    save_direct(ctx, direct);
-    return {y};
+struct CrossAttentionSublayer {
+  static constexpr const char* kName = "CrossAttentionSublayer";
+  Join join;
+  InnerNorm inner;
+  AttentionCoreSaved core;
+  torch::Tensor h, mem, q, k, v, o, wq, wk, wv, wo;
+  int64_t heads = 0;
+  bool bias[4] = {};             // b_q, b_k, b_v, b_o present
+  std::vector<torch::Tensor> g;  // the direct targets, or empty
+
+  torch::Tensor forward(const torch::Tensor& x_in, const torch::Tensor& memory, const torch::Tensor& memory_pad,
+                        double p_attn, double softcap, const FusedJoin& fj, const JoinWeights& jw,
+                        const NormWeights& in, const torch::Tensor& wq_in, const torch::Tensor& wk_in,
+                        const torch::Tensor& wv_in, const torch::Tensor& bq, const torch::Tensor& bk,
+                        const torch::Tensor& bv, const torch::Tensor& wo_in, const torch::Tensor& bo) {
+    const auto x = x_in.contiguous();
+    mem = memory.contiguous();
+    wq = wq_in.contiguous(), wk = wk_in.contiguous(), wv = wv_in.contiguous(), wo = wo_in.contiguous();
+    bias[0] = bq.defined(), bias[1] = bk.defined(), bias[2] = bv.defined(), bias[3] = bo.defined();
+    const int64_t B = x.size(0), T = x.size(1), d = x.size(2), Tk = mem.size(1);
+    join = Join(fj, jw);
+    h = join.before(x);
+    q = linear(h, wq, bq).view({B, T, d});
+    k = linear(mem, wk, bk).view({B, Tk, d}), v = linear(mem, wv, bv).view({B, Tk, d});
+    o = attention_core_forward(q, k, v, memory_pad, heads, false, p_attn, core, softcap);
+    inner = InnerNorm{in.w, in.b, in.a};
+    auto gout = linear(inner.forward(o, fj), wo, bo).view({B, T, d});
+    return join.after(x, gout);
   }
 
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    const auto s = ctx->get_saved_variables();
-    const auto g = load_direct(ctx);
-    const auto &h = s[0], &mem = s[1], &q = s[2], &k = s[3], &v = s[4], &o = s[5];
-    const auto &wq = s[6], &wk = s[7], &wv = s[8], &wo = s[9];
-    const AttentionCoreSaved core{s[10], unpack_none(s[11]), ctx->saved_data["blind"].toTensor(), unpack_none(s[12])};
-    InnerNorm inner = InnerNorm::load(s, 13);
-    Join join = Join::load(ctx, s, 13 + InnerNorm::kSaved);
-    const auto bias = ctx->saved_data["biases"].toBoolList();
+  variable_list backward(const torch::Tensor& dy_in) {
     const std::vector<torch::Tensor> gj(g.begin(), g.begin() + (g.empty() ? 0 : JoinWeights::kCount));
     auto part = [&](Proj w, Proj b) { return into(g, {kP + w}, {kP + b}); };
-    auto dy = grad[0].contiguous();
+    auto dy = dy_in.contiguous();
     torch::Tensor dg, dx, d_o, dq, dk, dv, dmem, dwq, dbq, dwk, dbk, dwv, dbv, dwo, dbo;
     join.branch_backward(dy, dg, dx, gj);
     linear_grad(dg, inner.output(o), wo, bias[3], dwo, dbo, &d_o, false, part(kWo, kBo));
     d_o = inner.backward(d_o, join.spec(), g, JoinWeights::kCount);
-    attention_core_backward(q, k, v, core, ctx->saved_data["heads"].toInt(), false, d_o.view(o.sizes()), dq, dk, dv);
+    attention_core_backward(q, k, v, core, heads, false, d_o.view(o.sizes()), dq, dk, dv);
     linear_grad(dk, mem, wk, bias[1], dwk, dbk, &dmem, false, part(kWk, kBk));
     linear_grad(dv, mem, wv, bias[2], dwv, dbv, &dmem, true, part(kWv, kBv));
     if (join.spec().pre) {
@@ -82,16 +72,11 @@ class CrossAttentionSublayer : public torch::autograd::Function<CrossAttentionSu
       linear_grad(dq, h, wq, bias[0], dwq, dbq, &dx, true, part(kWq, kBq));
     }
     dmem = dmem.view(mem.sizes());
-    const torch::Tensor none;
-    if (!g.empty()) {  // dx and d memory; every other gradient went into .grad()
-      variable_list r(3 + kP + 8 + 5);
-      r[0] = dx, r[1] = dmem;
-      return r;
-    }
+    if (!g.empty()) return {dx, dmem};  // every other gradient went into .grad()
     const auto& jg = join.grads();
-    return {dx,      dmem,     none,     jg.norm_w, jg.norm_b, jg.norm_a, jg.out_w, jg.out_b, jg.out_a, jg.gain,
-            jg.skip, jg.heads, inner.dw, inner.db,  inner.da,  dwq,       dbq,      dwk,      dbk,      dwv,
-            dbv,     dwo,      dbo,      none,      none,      none,      none,     none};
+    return {dx,      dmem,    jg.norm_w, jg.norm_b, jg.norm_a, jg.out_w, jg.out_b, jg.out_a,
+            jg.gain, jg.skip, jg.heads,  inner.dw,  inner.db,  inner.da, dwq,      dbq,
+            dwk,     dbk,     dwv,       dbv,       dwo,       dbo};
   }
 };
 
@@ -104,14 +89,21 @@ torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch
                                              const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
                                              const torch::Tensor& bv, const torch::Tensor& wo,
                                              const torch::Tensor& bo) {
-  DirectGrads direct{direct_grad_targets(
-      x, {jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a, jw.gain, jw.skip, jw.heads, inner.w,
-          inner.b,   inner.a,   wq,        bq,       wk,       bk,       wv,      bv,      wo,       bo})};
-  const auto in = [&](const torch::Tensor& p) { return pack_none(direct.on() && p.defined() ? p.detach() : p); };
-  return CrossAttentionSublayer::apply(
-      x, memory, pack_none(memory_pad), in(jw.norm_w), in(jw.norm_b), in(jw.norm_a), in(jw.out_w), in(jw.out_b),
-      in(jw.out_a), in(jw.gain), in(jw.skip), in(jw.heads), in(inner.w), in(inner.b), in(inner.a), in(wq), in(bq),
-      in(wk), in(bk), in(wv), in(bv), in(wo), in(bo), heads, attention_dropout, softcap, join, std::move(direct))[0];
+  const std::vector<torch::Tensor> params{jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a, jw.gain,
+                                          jw.skip,   jw.heads,  inner.w,   inner.b,  inner.a,  wq,       bq,
+                                          wk,        bk,        wv,        bv,       wo,       bo};
+  CrossAttentionSublayer s;
+  s.g = direct_grad_targets(x, params);
+  s.heads = heads;
+  torch::Tensor y;
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;  // as Function::apply runs a forward
+    y = s.forward(x, memory, memory_pad, attention_dropout, softcap, join, jw, inner, wq, wk, wv, bq, bk, bv, wo, bo);
+  }
+  std::vector<torch::Tensor> edges{x, memory};
+  if (s.g.empty()) edges.insert(edges.end(), params.begin(), params.end());
+  record_fused_node(y, std::move(s), edges);
+  return y;
 }
 
 #else  // no BLAS: fused_sublayer_available() is false

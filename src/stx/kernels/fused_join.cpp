@@ -140,29 +140,6 @@ torch::Tensor Join::after(const torch::Tensor& x, torch::Tensor& g) {
   return j_.alpha == 1.0 ? xs + g : xs * j_.alpha + g;
 }
 
-void Join::save(torch::autograd::AutogradContext* ctx, std::vector<torch::Tensor>& saved) const {
-  for (const auto& t : w_.list()) saved.push_back(pack_none(t));
-  for (const auto* t : {&xhat_, &rstd_, &ohat_, &orstd_, &v_, &u_, &x_}) saved.push_back(pack_none(*t));
-  ctx->saved_data["join_flags"] = std::vector<bool>{j_.pre, j_.normed, j_.centered};
-  ctx->saved_data["join_values"] = std::vector<double>{j_.eps, j_.alpha, j_.norm_scale, j_.branch_scale, j_.dropout};
-  ctx->saved_data["join_seed"] = static_cast<int64_t>(seed_);
-}
-
-Join Join::load(torch::autograd::AutogradContext* ctx, const std::vector<torch::Tensor>& saved, size_t at) {
-  FusedJoin j;
-  const auto f = ctx->saved_data["join_flags"].toBoolList();
-  j.pre = f.get(0), j.normed = f.get(1), j.centered = f.get(2);
-  const auto v = ctx->saved_data["join_values"].toDoubleVector();
-  j.eps = v[0], j.alpha = v[1], j.norm_scale = v[2], j.branch_scale = v[3], j.dropout = v[4];
-  Join r(j, JoinWeights::of(saved, at));
-  r.seed_ = static_cast<uint64_t>(ctx->saved_data["join_seed"].toInt());
-  const size_t s = at + JoinWeights::kCount;
-  r.xhat_ = unpack_none(saved[s]), r.rstd_ = unpack_none(saved[s + 1]);
-  r.ohat_ = unpack_none(saved[s + 2]), r.orstd_ = unpack_none(saved[s + 3]);
-  r.v_ = unpack_none(saved[s + 4]), r.u_ = unpack_none(saved[s + 5]), r.x_ = unpack_none(saved[s + 6]);
-  return r;
-}
-
 void Join::branch_backward(const torch::Tensor& dy, torch::Tensor& dg, torch::Tensor& dx,
                            const std::vector<torch::Tensor>& into) {
   const auto& t_ = [&](size_t i) -> const torch::Tensor& { return at_or_none(into, i); };

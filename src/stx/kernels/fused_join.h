@@ -72,6 +72,7 @@ torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, 
 
 class Join {
  public:
+  Join() = default;
   Join(const FusedJoin& j, JoinWeights w) : j_(j), w_(std::move(w)) {}
   const FusedJoin& spec() const { return j_; }
 
@@ -80,12 +81,8 @@ class Join {
   torch::Tensor before(const torch::Tensor& x);
   torch::Tensor after(const torch::Tensor& x, torch::Tensor& g);
 
-  // What backward needs (the weights and the norms' saved rows), appended to `saved` (the node's
-  // save_for_backward list) and to ctx->saved_data; load reads them back from saved[at, …).
-  void save(torch::autograd::AutogradContext* ctx, std::vector<torch::Tensor>& saved) const;
-  static Join load(torch::autograd::AutogradContext* ctx, const std::vector<torch::Tensor>& saved, size_t at);
-
-  // Backward. `into`: the weights' .grad() in JoinWeights order (direct_grads.h), or empty: then
+  // Backward (the object itself holds what it needs: the weights, the norms' rows, the seed).
+  // `into`: the weights' .grad() in JoinWeights order (direct_grads.h), or empty: then
   // the gradients are left in grads(). branch_backward: from dy, the gradient of G's output and
   // the start of dx; input_backward (Pre-LN style): adds G's input gradient dh to dx through N.
   void branch_backward(const torch::Tensor& dy, torch::Tensor& dg, torch::Tensor& dx,

@@ -21,7 +21,6 @@
 namespace stx {
 namespace {
 
-using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 template <typename T>
@@ -111,19 +110,7 @@ void linear_grad(const torch::Tensor& dy, const torch::Tensor& x, const torch::T
   });
 }
 
-// The direct targets (direct_grads.h) across the node: saved with pack_none, read back as they were.
-void save_direct(AutogradContext* ctx, const DirectGrads& direct) {
-  if (!direct.on()) return;
-  std::vector<torch::Tensor> g;
-  for (const auto& t : direct.g) g.push_back(pack_none(t));
-  ctx->saved_data["direct"] = g;
-}
-std::vector<torch::Tensor> load_direct(AutogradContext* ctx) {
-  std::vector<torch::Tensor> g;
-  if (auto it = ctx->saved_data.find("direct"); it != ctx->saved_data.end())
-    for (const auto& t : it->second.toTensorVector()) g.push_back(unpack_none(t));
-  return g;
-}
+// The parts of the direct targets g (direct_grads.h) that one product's gradients go into.
 GradsInto into(const std::vector<torch::Tensor>& g, std::initializer_list<size_t> w, std::initializer_list<size_t> b) {
   GradsInto r;
   if (g.empty()) return r;

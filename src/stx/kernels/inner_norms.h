@@ -4,14 +4,13 @@
 //              Sub-LN's and NormFormer's on the FFN's activation before W₂;
 //   QKNorm:    QK-LayerNorm (Dehghani et al. 2023), a LayerNorm over each head's d_h columns of
 //              the queries and of the keys before the scores, with its own weight and bias [d_h].
-// Each saves what its backward needs into the node's saved list and reads it back from there.
+// Each holds what its backward needs (the node keeps the object: fused_node.h).
 #pragma once
 #include <torch/torch.h>
 
 #include <vector>
 
 #include "stx/kernels/fused_join.h"
-#include "stx/kernels/none_tensor.h"
 
 namespace stx {
 
@@ -23,19 +22,10 @@ struct InnerNorm {
   torch::Tensor out, xhat, rstd;       // its output and saved rows
   torch::Tensor dw, db, da;            // its gradients, when not direct
   static constexpr size_t kCount = 3;  // its parameters among the node's inputs
-  static constexpr size_t kSaved = 6;  // its entries in the node's saved list
 
   torch::Tensor forward(const torch::Tensor& x, const FusedJoin& j) {
     if (!w.defined()) return x;
     return out = norm_forward(x, {}, 1.0, w, b, a, j.centered, j.eps, xhat, rstd);
-  }
-  void save(std::vector<torch::Tensor>& saved) const {
-    for (const auto* t : {&w, &b, &a, &out, &xhat, &rstd}) saved.push_back(pack_none(*t));
-  }
-  static InnerNorm load(const std::vector<torch::Tensor>& s, size_t at) {
-    InnerNorm r{unpack_none(s[at]), unpack_none(s[at + 1]), unpack_none(s[at + 2])};
-    r.out = unpack_none(s[at + 3]), r.xhat = unpack_none(s[at + 4]), r.rstd = unpack_none(s[at + 5]);
-    return r;
   }
   // The input of the product after it: its output, or x.
   const torch::Tensor& output(const torch::Tensor& x) const { return w.defined() ? out : x; }
@@ -56,7 +46,6 @@ struct QKNorm {
   torch::Tensor qhat, qrstd, khat, krstd;  // their saved rows
   torch::Tensor dqw, dqb, dkw, dkb;        // their gradients, when not direct
   static constexpr size_t kCount = 4;      // its parameters among the node's inputs
-  static constexpr size_t kSaved = 8;
 
   // The part p (0: q, 1: k, 2: v) of qkv as contiguous [N·h, d_h] rows.
   static torch::Tensor part(const torch::Tensor& qkv, int64_t p, int64_t heads) {
@@ -69,15 +58,6 @@ struct QKNorm {
     auto q = norm_forward(part(qkv, 0, heads), none, 1.0, qw, qb, none, true, eps, qhat, qrstd);
     auto k = norm_forward(part(qkv, 1, heads), none, 1.0, kw, kb, none, true, eps, khat, krstd);
     return join_parts(q, k, part(qkv, 2, heads), qkv, heads);
-  }
-  void save(std::vector<torch::Tensor>& saved) const {
-    for (const auto* t : {&qw, &qb, &kw, &kb, &qhat, &qrstd, &khat, &krstd}) saved.push_back(pack_none(*t));
-  }
-  static QKNorm load(const std::vector<torch::Tensor>& s, size_t at) {
-    auto u = [&](size_t i) { return unpack_none(s[at + i]); };
-    QKNorm r{u(0), u(1), u(2), u(3)};
-    r.qhat = u(4), r.qrstd = u(5), r.khat = u(6), r.krstd = u(7);
-    return r;
   }
   // dqkv of the normalized projections → of the projections; the norms' parameter gradients into
   // the node's direct targets g[at …] (g empty: into dqw, dqb, dkw, dkb).

@@ -1,0 +1,88 @@
+// stx/kernels/fused_node.h — the fused sub-layers' autograd node (fused_sublayer.h), made by hand
+// instead of through torch::autograd::Function: the node holds the sub-layer's saved state as a
+// plain C++ struct and has an edge only to what needs a gradient from it.
+//
+// Function::apply packs every input (some 26 per attention sub-layer, most of them absent or, with
+// direct gradients, detached parameters), saves each tensor as a SavedVariable, keeps flags in an
+// IValue map and wraps each output; at d64 × 24 that bookkeeping, the detaches and the node's
+// wrappers were ~4 % of a training step (docs/performance.md, "The fused nodes made by hand").
+// Here the forward runs below autograd (as Function::apply runs its forward), and when any input
+// needs a gradient one FusedNode<S> is recorded on y with edges to the node's inputs — with
+// direct gradients (direct_grads.h) only x (and the cross-attention's memory).
+//
+// SavedVariable's check survives as a version check: a node refuses to run backward when an input
+// it was given (x or a parameter) was modified in place after its forward (it holds their version
+// counters, not the tensors).
+#pragma once
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace stx {
+
+// S: a sub-layer's saved state with
+//   static constexpr const char* kName;
+//   torch::autograd::variable_list backward(const torch::Tensor& dy);  // one gradient per edge
+template <class S>
+class FusedNode final : public torch::autograd::Node {
+ public:
+  FusedNode(S state, const std::vector<torch::Tensor>& inputs) : state_(std::move(state)) {
+    torch::autograd::edge_list edges;
+    edges.reserve(inputs.size());
+    for (const auto& t : inputs) {
+      edges.push_back(t.defined() ? torch::autograd::impl::gradient_edge(t) : torch::autograd::Edge());
+      if (t.defined()) versions_.emplace_back(t.unsafeGetTensorImpl()->version_counter(), t._version());
+    }
+    set_next_edges(std::move(edges));
+  }
+
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    TORCH_CHECK(!released_, display_name(),
+                ": trying to backward through the graph a second time; pass retain_graph=true the first time");
+    for (const auto& [counter, v] : versions_)
+      TORCH_CHECK(counter.current_version() == v, display_name(),
+                  ": an input of this node (x or a parameter) was modified by an in-place operation after the "
+                  "forward (version ",
+                  v, ", now ", counter.current_version(), ")");
+    // Undefined when y reached the loss through no path: zeros, as Function materializes them.
+    return state_.backward(grads[0].defined() ? grads[0] : input_metadata(0).zeros_like());
+  }
+
+  std::string name() const override { return display_name(); }
+
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_ = S();
+    versions_.clear();
+    released_ = true;
+  }
+
+ private:
+  static std::string display_name() { return std::string("stx::") + S::kName; }
+  S state_;
+  std::vector<std::pair<c10::VariableVersion, uint32_t>>
+      versions_;  // the inputs' counters (not the tensors: no memory held)
+  bool released_ = false;
+};
+
+// Records y's node when autograd is on and any of `inputs` requires a gradient; else the state is
+// dropped (inference keeps no activations).
+template <class S>
+void record_fused_node(const torch::Tensor& y, S&& state, const std::vector<torch::Tensor>& inputs) {
+  if (!torch::GradMode::is_enabled()) return;
+  bool any = false;
+  for (const auto& t : inputs) any = any || (t.defined() && t.requires_grad());
+  if (!any) return;
+  std::shared_ptr<torch::autograd::Node> node(new FusedNode<S>(std::forward<S>(state), inputs),
+                                              torch::autograd::deleteNode);
+  torch::autograd::set_history(y, node);
+}
+
+}  // namespace stx
