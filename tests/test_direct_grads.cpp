@@ -153,14 +153,16 @@ TEST(DirectGrads, EqualAutogradsAccumulation) {
 }
 
 // An encoder-decoder model: the decoder's cross-attention sub-layers (fused_cross_attention.cpp)
-// write their 8 projections' gradients too, and pass the encoder its memory's gradient.
+// write their 8 projections' (and QK-LayerNorm's) gradients too, and pass the encoder its memory's gradient.
 TEST(DirectGrads, CrossAttentionEqualsAutograd) {
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  for (auto [scheme, zero] : {std::pair{Scheme::Post, true}, {Scheme::PeriLN, false}}) {
-    SCOPED_TRACE(to_string(scheme) + (zero ? " from zero" : " accumulating"));
+  for (auto [scheme, zero, qk] :
+       {std::tuple{Scheme::Post, true, false}, {Scheme::PeriLN, false, false}, {Scheme::Pre, true, true}}) {
+    SCOPED_TRACE(to_string(scheme) + (zero ? " from zero" : " accumulating") + (qk ? " QK-LayerNorm" : ""));
     auto m = test::tiny(Arch::EncoderDecoder, scheme, NormKind::LayerNorm);
     m.d_model = 16, m.n_heads = 2, m.d_ff = 24, m.decoder_layers = 2, m.dropout = 0.1, m.attention_dropout = 0.1;
+    m.qk_norm = qk;
     Transformer model(m);
     initialize(*model, 3);
     model->train();

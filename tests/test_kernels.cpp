@@ -403,7 +403,7 @@ void fused_sublayers_equal_composed() {
     NormKind norm;
     Activation act;
     bool sigma;
-    Arch arch = Arch::Decoder;  // encoder-decoder: the cross-attention composed between fused sub-layers
+    Arch arch = Arch::Decoder;  // encoder-decoder: the decoder's cross-attention fused too
     bool qk = false;            // QK-LayerNorm
     double cap = 0.0;           // attention soft-capping (Gemma 2's c)
   };
@@ -435,7 +435,9 @@ void fused_sublayers_equal_composed() {
       {Scheme::Post, NormKind::RMSNorm, Activation::ReLU, true, Arch::Decoder, true, 0.5},
       {Scheme::Pre, NormKind::LayerNorm, Activation::ReLU, false, Arch::EncoderDecoder, false, 0.5},
       {Scheme::Post, NormKind::LayerNorm, Activation::ReLU, false, Arch::EncoderDecoder},
-      {Scheme::PeriLN, NormKind::LayerNorm, Activation::GELU, false, Arch::EncoderDecoder}};
+      {Scheme::PeriLN, NormKind::LayerNorm, Activation::GELU, false, Arch::EncoderDecoder},
+      {Scheme::Pre, NormKind::LayerNorm, Activation::GELU, false, Arch::EncoderDecoder, true},
+      {Scheme::Post, NormKind::RMSNorm, Activation::ReLU, true, Arch::EncoderDecoder, true, 0.5}};
   for (auto dt : {torch::kDouble, torch::kFloat})
     for (const auto& c : cases)
       for (double p : {0.0, 0.1}) {
@@ -527,16 +529,16 @@ TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
     EXPECT_NE(last_node(scheme, false, false, NormKind::None).find("FFNSublayer"), std::string::npos)
         << to_string(scheme) << " without norms";
   EXPECT_NE(last_node(Scheme::Pre, false, false, NormKind::DyT).find("FFNSublayer"), std::string::npos) << "DyT";
-  {  // a decoder layer with cross-attention: three fused sub-layers
+  for (const bool qk : {false, true}) {  // a decoder layer with cross-attention: three fused sub-layers
     auto m = test::tiny(Arch::EncoderDecoder, Scheme::Pre);
-    m.d_model = 16;
+    m.d_model = 16, m.qk_norm = qk;
     Layer layer(m, /*causal=*/true, /*cross=*/true, 1.0, 0, 2);
     auto in = torch::randn({2, 5, 16}).requires_grad_(true), memory = torch::randn({2, 3, 16});
     auto y = layer->forward(in, {}, memory, {}, TapSite{});
     EXPECT_NE(y.grad_fn()->name().find("FFNSublayer"), std::string::npos);
     const auto& before = y.grad_fn()->next_edges()[0].function;  // the FFN's input x
     ASSERT_TRUE(before);
-    EXPECT_NE(before->name().find("CrossAttentionSublayer"), std::string::npos) << before->name();
+    EXPECT_NE(before->name().find("CrossAttentionSublayer"), std::string::npos) << before->name() << " qk " << qk;
   }
   EXPECT_NE(last_node(Scheme::Pre, true, false).find("FFNSublayer"), std::string::npos) << "QK-LayerNorm";
   EXPECT_NE(last_node(Scheme::Post, false, false, NormKind::LayerNorm, 50.0).find("FFNSublayer"), std::string::npos)

@@ -3,8 +3,9 @@
 // from the encoder's output `memory`, its padding masked, no causal band:
 //   h = join.before(x),  q = h W_qᵀ + b_q,  k = m W_kᵀ + b_k,  v = m W_vᵀ + b_v   (m: memory)
 //   G = M(attn(q, k, v)) W_oᵀ + b_o,  y = join.after(x, G)        (Vaswani et al. §3.2.3)
+//   (QK-LayerNorm: q and k each normalized per head before the scores, Dehghani et al. 2023)
 // Backward by hand as the self-attention node's, plus d memory = dk W_k + dv W_v (the encoder's
-// gradient from this layer; autograd sums the layers'). QK-LayerNorm keeps the composed path.
+// gradient from this layer; autograd sums the layers').
 #include <torch/torch.h>
 
 #include "stx/kernels/attention_core.h"
@@ -19,25 +20,27 @@ namespace stx {
 namespace {
 
 // The parameters' order (the direct targets', direct_grads.h; the edges' after x and memory): the
-// join's, the inner norm's, then these.
-constexpr size_t kP = JoinWeights::kCount + InnerNorm::kCount;
+// join's, the inner norm's, the QK-norms', then these.
+constexpr size_t kQK = JoinWeights::kCount + InnerNorm::kCount, kP = kQK + QKNorm::kCount;
 enum Proj : size_t { kWq, kBq, kWk, kBk, kWv, kBv, kWo, kBo };
 
 struct CrossAttentionSublayer {
   static constexpr const char* kName = "CrossAttentionSublayer";
   Join join;
   InnerNorm inner;
+  QKNorm qk;
   AttentionCoreSaved core;
-  torch::Tensor h, mem, q, k, v, o, wq, wk, wv, wo;
+  torch::Tensor h, mem, q, k, v, o, wq, wk, wv, wo;  // q, k: after QK-LayerNorm where it is on
   int64_t heads = 0;
   bool bias[4] = {};             // b_q, b_k, b_v, b_o present
   std::vector<torch::Tensor> g;  // the direct targets, or empty
 
   torch::Tensor forward(const torch::Tensor& x_in, const torch::Tensor& memory, const torch::Tensor& memory_pad,
                         double p_attn, double softcap, const FusedJoin& fj, const JoinWeights& jw,
-                        const NormWeights& in, const torch::Tensor& wq_in, const torch::Tensor& wk_in,
-                        const torch::Tensor& wv_in, const torch::Tensor& bq, const torch::Tensor& bk,
-                        const torch::Tensor& bv, const torch::Tensor& wo_in, const torch::Tensor& bo) {
+                        const NormWeights& in, const NormWeights& qn, const NormWeights& kn, const torch::Tensor& wq_in,
+                        const torch::Tensor& wk_in, const torch::Tensor& wv_in, const torch::Tensor& bq,
+                        const torch::Tensor& bk, const torch::Tensor& bv, const torch::Tensor& wo_in,
+                        const torch::Tensor& bo) {
     const auto x = x_in.contiguous();
     mem = memory.contiguous();
     wq = wq_in.contiguous(), wk = wk_in.contiguous(), wv = wv_in.contiguous(), wo = wo_in.contiguous();
@@ -45,8 +48,10 @@ struct CrossAttentionSublayer {
     const int64_t B = x.size(0), T = x.size(1), d = x.size(2), Tk = mem.size(1);
     join = Join(fj, jw);
     h = join.before(x);
-    q = linear(h, wq, bq).view({B, T, d});
-    k = linear(mem, wk, bk).view({B, Tk, d}), v = linear(mem, wv, bv).view({B, Tk, d});
+    qk = QKNorm{qn.w, qn.b, kn.w, kn.b};
+    q = qk.forward_q(linear(h, wq, bq).view({B, T, d}), heads, fj.eps);
+    k = qk.forward_k(linear(mem, wk, bk).view({B, Tk, d}), heads, fj.eps);
+    v = linear(mem, wv, bv).view({B, Tk, d});
     o = attention_core_forward(q, k, v, memory_pad, heads, false, p_attn, core, softcap);
     inner = InnerNorm{in.w, in.b, in.a};
     auto gout = linear(inner.forward(o, fj), wo, bo).view({B, T, d});
@@ -62,6 +67,7 @@ struct CrossAttentionSublayer {
     linear_grad(dg, inner.output(o), wo, bias[3], dwo, dbo, &d_o, false, part(kWo, kBo));
     d_o = inner.backward(d_o, join.spec(), g, JoinWeights::kCount);
     attention_core_backward(q, k, v, core, heads, false, d_o.view(o.sizes()), dq, dk, dv);
+    dq = qk.backward_q(dq, heads, g, kQK), dk = qk.backward_k(dk, heads, g, kQK);
     linear_grad(dk, mem, wk, bias[1], dwk, dbk, &dmem, false, part(kWk, kBk));
     linear_grad(dv, mem, wv, bias[2], dwv, dbv, &dmem, true, part(kWv, kBv));
     if (join.spec().pre) {
@@ -74,9 +80,9 @@ struct CrossAttentionSublayer {
     dmem = dmem.view(mem.sizes());
     if (!g.empty()) return {dx, dmem};  // every other gradient went into .grad()
     const auto& jg = join.grads();
-    return {dx,      dmem,    jg.norm_w, jg.norm_b, jg.norm_a, jg.out_w, jg.out_b, jg.out_a,
-            jg.gain, jg.skip, jg.heads,  inner.dw,  inner.db,  inner.da, dwq,      dbq,
-            dwk,     dbk,     dwv,       dbv,       dwo,       dbo};
+    return {dx,      dmem,     jg.norm_w, jg.norm_b, jg.norm_a, jg.out_w, jg.out_b, jg.out_a, jg.gain,
+            jg.skip, jg.heads, inner.dw,  inner.db,  inner.da,  qk.dqw,   qk.dqb,   qk.dkw,   qk.dkb,
+            dwq,     dbq,      dwk,       dbk,       dwv,       dbv,      dwo,      dbo};
   }
 };
 
@@ -85,12 +91,13 @@ struct CrossAttentionSublayer {
 torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch::Tensor& memory,
                                              const torch::Tensor& memory_pad, int64_t heads, double attention_dropout,
                                              double softcap, const FusedJoin& join, const JoinWeights& jw,
-                                             const NormWeights& inner, const torch::Tensor& wq, const torch::Tensor& wk,
-                                             const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
-                                             const torch::Tensor& bv, const torch::Tensor& wo,
-                                             const torch::Tensor& bo) {
-  const std::vector<torch::Tensor> params{jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a, jw.gain,
-                                          jw.skip,   jw.heads,  inner.w,   inner.b,  inner.a,  wq,       bq,
+                                             const NormWeights& inner, const NormWeights& qn, const NormWeights& kn,
+                                             const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
+                                             const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
+                                             const torch::Tensor& wo, const torch::Tensor& bo) {
+  const std::vector<torch::Tensor> params{jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a,
+                                          jw.gain,   jw.skip,   jw.heads,  inner.w,  inner.b,  inner.a,
+                                          qn.w,      qn.b,      kn.w,      kn.b,     wq,       bq,
                                           wk,        bk,        wv,        bv,       wo,       bo};
   CrossAttentionSublayer s;
   s.g = direct_grad_targets(x, params);
@@ -98,7 +105,8 @@ torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch
   torch::Tensor y;
   {
     at::AutoDispatchBelowADInplaceOrView below_autograd;  // as Function::apply runs a forward
-    y = s.forward(x, memory, memory_pad, attention_dropout, softcap, join, jw, inner, wq, wk, wv, bq, bk, bv, wo, bo);
+    y = s.forward(x, memory, memory_pad, attention_dropout, softcap, join, jw, inner, qn, kn, wq, wk, wv, bq, bk, bv,
+                  wo, bo);
   }
   std::vector<torch::Tensor> edges{x, memory};
   if (s.g.empty()) edges.insert(edges.end(), params.begin(), params.end());
@@ -110,9 +118,10 @@ torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch
 
 torch::Tensor fused_cross_attention_sublayer(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, int64_t,
                                              double, double, const FusedJoin&, const JoinWeights&, const NormWeights&,
+                                             const NormWeights&, const NormWeights&, const torch::Tensor&,
                                              const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
                                              const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                             const torch::Tensor&, const torch::Tensor&) {
+                                             const torch::Tensor&) {
   TORCH_CHECK(false, "fused_cross_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
 

@@ -43,13 +43,15 @@ torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tens
 
 // Cross-attention (a decoder layer's, fused_cross_attention.cpp): queries from x [B, T, d], keys
 // and values from memory [B, Tk, d] (the encoder's output), memory_pad [B, Tk] bool or undefined;
-// no causal band; inner: Sub-LN's norm before W_o. Not for QK-LayerNorm (composed).
+// no causal band; inner: Sub-LN's norm before W_o; q_norm, k_norm: QK-LayerNorm's.
 torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch::Tensor& memory,
                                              const torch::Tensor& memory_pad, int64_t heads, double attention_dropout,
                                              double softcap, const FusedJoin& join, const JoinWeights& jw,
-                                             const NormWeights& inner, const torch::Tensor& wq, const torch::Tensor& wk,
-                                             const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
-                                             const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo);
+                                             const NormWeights& inner, const NormWeights& q_norm,
+                                             const NormWeights& k_norm, const torch::Tensor& wq,
+                                             const torch::Tensor& wk, const torch::Tensor& wv, const torch::Tensor& bq,
+                                             const torch::Tensor& bk, const torch::Tensor& bv, const torch::Tensor& wo,
+                                             const torch::Tensor& bo);
 
 // Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU. mid: Sub-LN's
 // or NormFormer's norm on the activation before W₂ (undefined: none).

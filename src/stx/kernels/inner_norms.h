@@ -40,7 +40,8 @@ struct InnerNorm {
 };
 
 // QK-LayerNorm on the packed [B, T, 3d] projections: the q and k parts, each [N, h, d_h], normalized
-// row by row of d_h; v passes through. Absent (qw undefined): qkv itself.
+// row by row of d_h; v passes through. Absent (qw undefined): qkv itself. Cross-attention's
+// separate q and k: forward_q, forward_k.
 struct QKNorm {
   torch::Tensor qw, qb, kw, kb;            // the two norms' weights and biases
   torch::Tensor qhat, qrstd, khat, krstd;  // their saved rows
@@ -59,6 +60,22 @@ struct QKNorm {
     auto k = norm_forward(part(qkv, 1, heads), none, 1.0, kw, kb, none, true, eps, khat, krstd);
     return join_parts(q, k, part(qkv, 2, heads), qkv, heads);
   }
+  // Cross-attention's separate q [.., d] and k [.., d] (contiguous): each head's d_h columns
+  // normalized, as the packed parts above. Absent: q, k themselves.
+  torch::Tensor forward_q(const torch::Tensor& q, int64_t heads, double eps) {
+    return qw.defined() ? rows(q, heads, qw, qb, eps, qhat, qrstd) : q;
+  }
+  torch::Tensor forward_k(const torch::Tensor& k, int64_t heads, double eps) {
+    return qw.defined() ? rows(k, heads, kw, kb, eps, khat, krstd) : k;
+  }
+  // Their backward: dq (dk) of the normalized → of the projection; the parameter gradients as below.
+  torch::Tensor backward_q(const torch::Tensor& dq, int64_t heads, const std::vector<torch::Tensor>& g, size_t at) {
+    return qw.defined() ? rows_backward(dq, heads, qhat, qrstd, qw, qb, g, at, dqw, dqb) : dq;
+  }
+  torch::Tensor backward_k(const torch::Tensor& dk, int64_t heads, const std::vector<torch::Tensor>& g, size_t at) {
+    return qw.defined() ? rows_backward(dk, heads, khat, krstd, kw, kb, g, at + 2, dkw, dkb) : dk;
+  }
+
   // dqkv of the normalized projections → of the projections; the norms' parameter gradients into
   // the node's direct targets g[at …] (g empty: into dqw, dqb, dkw, dkb).
   torch::Tensor backward(const torch::Tensor& dqkv, int64_t heads, const std::vector<torch::Tensor>& g, size_t at) {
@@ -74,6 +91,25 @@ struct QKNorm {
   }
 
  private:
+  static torch::Tensor rows(const torch::Tensor& x, int64_t heads, const torch::Tensor& w, const torch::Tensor& b,
+                            double eps, torch::Tensor& hat, torch::Tensor& rstd) {
+    const torch::Tensor none;
+    const auto xc = x.contiguous();
+    return norm_forward(xc.view({-1, xc.size(-1) / heads}), none, 1.0, w, b, none, true, eps, hat, rstd)
+        .view(x.sizes());
+  }
+  static torch::Tensor rows_backward(const torch::Tensor& dy, int64_t heads, const torch::Tensor& hat,
+                                     const torch::Tensor& rstd, const torch::Tensor& w, const torch::Tensor& b,
+                                     const std::vector<torch::Tensor>& g, size_t at, torch::Tensor& dw,
+                                     torch::Tensor& db) {
+    const torch::Tensor none;
+    const auto target = [&](size_t i) -> const torch::Tensor& { return g.empty() ? none : g[at + i]; };
+    const auto dc = dy.contiguous();
+    torch::Tensor da;
+    return norm_backward(dc.view({-1, dc.size(-1) / heads}), hat, rstd, w, b.defined(), none, true, target(0),
+                         target(1), none, dw, db, da)
+        .view(dy.sizes());
+  }
   static torch::Tensor join_parts(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   const torch::Tensor& like, int64_t heads) {
     const int64_t dh = q.size(-1);

@@ -116,8 +116,7 @@ SubLayer LayerImpl::sub(Which w) {
 bool LayerImpl::use_fused(const torch::Tensor& x, const TapSite& tap) const {
   // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join, the
   // norms Sub-LN and NormFormer put inside G, NormFormer's head scales, QK-LayerNorm and
-  // soft-capping; a decoder layer's cross-attention too (fused_cross_attention.cpp), except with
-  // QK-LayerNorm.
+  // soft-capping; a decoder layer's cross-attention too (fused_cross_attention.cpp).
   return !tap.taps && !admin_profile && attention_core_choice() != AttentionCore::Sdpa &&
          fused_sublayer_available(x, self_attn_layer_norm->kind()) &&
          final_layer_norm->kind() == self_attn_layer_norm->kind();
@@ -158,11 +157,11 @@ torch::Tensor LayerImpl::fused_cross_attn(const torch::Tensor& x, const torch::T
   auto& a = *encoder_attn;
   const auto n = weights_of(encoder_attn_layer_norm), out = weights_of(encoder_attn_out_layer_norm);  // Peri-LN
   const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, encoder_attn_gain, encoder_attn_skip, torch::Tensor()};
-  return fused_cross_attention_sublayer(x, memory, memory_pad, heads_, is_training() ? a.attention_dropout() : 0.0,
-                                        a.softcap(), join_of(spec_, encoder_attn_layer_norm, is_training()), jw,
-                                        weights_of(a.inner_attn_ln), a.q_proj->step_weight(), a.k_proj->step_weight(),
-                                        a.v_proj->step_weight(), a.q_proj->bias, a.k_proj->bias, a.v_proj->bias,
-                                        a.out_proj->step_weight(), a.out_proj->bias);
+  return fused_cross_attention_sublayer(
+      x, memory, memory_pad, heads_, is_training() ? a.attention_dropout() : 0.0, a.softcap(),
+      join_of(spec_, encoder_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln), weights_of(a.q_norm),
+      weights_of(a.k_norm), a.q_proj->step_weight(), a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias,
+      a.k_proj->bias, a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
 }
 
 torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
@@ -187,10 +186,9 @@ torch::Tensor LayerImpl::cross_attn(const torch::Tensor& x, const torch::Tensor&
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& self_pad, const torch::Tensor& memory,
                                  const torch::Tensor& memory_pad, const TapSite& tap) {
-  if (use_fused(x0, tap)) {  // with QK-LayerNorm the cross-attention sub-layer stays composed
+  if (use_fused(x0, tap)) {
     auto x = fused_self_attn(x0, self_pad);
-    if (encoder_attn)
-      x = encoder_attn->q_norm ? cross_attn(x, memory, memory_pad, tap) : fused_cross_attn(x, memory, memory_pad);
+    if (encoder_attn) x = fused_cross_attn(x, memory, memory_pad);
     return fused_ffn(x);
   }
   const bool pre = !spec_.post_style;
