@@ -6,7 +6,6 @@
 
 #include "stx/kernels/column_sums.h"
 #include "stx/kernels/dropout.h"
-#include "stx/kernels/none_tensor.h"
 #include "stx/kernels/norm_rows.h"
 
 namespace stx {
@@ -102,11 +101,6 @@ torch::Tensor norm_backward(const torch::Tensor& dy, const torch::Tensor& xhat, 
     else column_sums<T>(dyp, sp, N, d, ptr<T>(db), dw.data_ptr<T>());
   });
   return ds;
-}
-
-JoinWeights JoinWeights::of(const std::vector<torch::Tensor>& t, size_t at) {
-  auto u = [&](size_t i) { return unpack_none(t.at(at + i)); };
-  return {u(0), u(1), u(2), u(3), u(4), u(5), u(6), u(7), u(8)};
 }
 
 torch::Tensor Join::before(const torch::Tensor& x) {

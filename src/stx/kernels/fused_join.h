@@ -46,8 +46,6 @@ struct JoinWeights {
   torch::Tensor skip;                    // ω: Admin's [d] (Post-LN style), NormFormer's w_resid [d] (Pre-LN)
   torch::Tensor heads;                   // κ: NormFormer's head scales c_attn [h] (Pre-LN style)
   enum Index : size_t { kNormW, kNormB, kNormA, kOutW, kOutB, kOutA, kGain, kSkip, kHeads, kCount };
-  std::vector<torch::Tensor> list() const { return {norm_w, norm_b, norm_a, out_w, out_b, out_a, gain, skip, heads}; }
-  static JoinWeights of(const std::vector<torch::Tensor>& t, size_t at = 0);  // from list()'s order
 };
 
 // Where a product's or a norm's parameter gradients go: `w` empty — new tensors returned to

@@ -15,7 +15,6 @@
 #include "stx/kernels/direct_grads.h"
 #include "stx/kernels/fused_join.h"
 #include "stx/kernels/kernels.h"
-#include "stx/kernels/none_tensor.h"
 
 #ifdef STX_HAVE_BLAS
 namespace stx {

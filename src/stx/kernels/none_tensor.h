@@ -1,9 +1,9 @@
-// stx/kernels/none_tensor.h — how an absent tensor (no bias, no key padding) crosses
-// torch::autograd::Function::apply in stx's fused nodes: as a [0] tensor (LibTorch 1.13 rejected
-// undefined ones; kept so that one convention serves every node). One [0] tensor for the process:
-// a fused sub-layer passes and saves some 30 of them, each a fresh TensorImpl and StorageImpl
-// before (measured: within noise, ≤ 1 % of the d64 × 24 step). Made outside inference mode,
-// never written, never freed (no destructor runs after LibTorch's).
+// stx/kernels/none_tensor.h — how an absent tensor (no key padding, no memory) crosses
+// torch::autograd::Function::apply (model/recompute.cpp's checkpointed layer): as a [0] tensor
+// (LibTorch 1.13 rejected undefined ones). One [0] tensor for the process, not a fresh
+// TensorImpl and StorageImpl per use. Made outside inference mode, never written, never freed (no
+// destructor runs after LibTorch's). The fused sub-layers need none of it: their node is made by
+// hand (fused_node.h) and holds undefined tensors as they are.
 #pragma once
 #include <torch/torch.h>
 
