@@ -1,6 +1,7 @@
 // The fused sub-layers' hand-made autograd node (kernels/fused_node.h): what Function::apply gave
 // them and the node must keep — edges only where a gradient is wanted, no node without one, the
-// in-place check SavedVariable made, the refusal of a second backward.
+// in-place check SavedVariable made (on the parameters too when they have no edge), the refusal of
+// a second backward and of a double one.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -86,6 +87,33 @@ TEST(FusedNode, RefusesAnInputModifiedInPlaceAfterTheForward) {
       EXPECT_NE(std::string(e.what()).find("in-place"), std::string::npos) << e.what();
     }
   }
+}
+
+// With direct gradients the parameters have no edge, but the node still reads them: an in-place
+// change to one between forward and backward is refused too.
+TEST(FusedNode, RefusesAModifiedParameterWithDirectGradients) {
+  Ffn f;
+  if (!available(f)) GTEST_SKIP() << "built without BLAS";
+  torch::Tensor y;
+  {
+    DirectGradsScope direct(true);
+    y = f();
+  }
+  ASSERT_EQ(y.grad_fn()->num_outputs(), 1u);
+  {
+    torch::NoGradGuard no_grad;
+    f.w2.add_(1);
+  }
+  EXPECT_THROW(y.sum().backward(), c10::Error);
+}
+
+TEST(FusedNode, RefusesDoubleBackward) {
+  Ffn f;
+  if (!available(f)) GTEST_SKIP() << "built without BLAS";
+  auto y = f();
+  EXPECT_THROW(torch::autograd::grad({y.sum()}, {f.x}, {}, true, /*create_graph=*/true), c10::Error);
+  auto g = torch::autograd::grad({y.sum()}, {f.x}, {}, true, /*create_graph=*/false);  // first order still runs
+  EXPECT_TRUE(g[0].defined());
 }
 
 TEST(FusedNode, RefusesASecondBackwardUnlessRetained) {

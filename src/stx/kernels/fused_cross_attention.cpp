@@ -100,7 +100,6 @@ torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch
                                           qn.w,      qn.b,      kn.w,      kn.b,     wq,       bq,
                                           wk,        bk,        wv,        bv,       wo,       bo};
   CrossAttentionSublayer s;
-  s.g = direct_grad_targets(x, params);
   s.heads = heads;
   torch::Tensor y;
   {
@@ -108,9 +107,11 @@ torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch
     y = s.forward(x, memory, memory_pad, attention_dropout, softcap, join, jw, inner, qn, kn, wq, wk, wv, bq, bk, bv,
                   wo, bo);
   }
-  std::vector<torch::Tensor> edges{x, memory};
-  if (s.g.empty()) edges.insert(edges.end(), params.begin(), params.end());
-  record_fused_node(y, std::move(s), edges);
+  s.g = direct_grad_targets(x, params);          // after the forward: one that throws leaves no .grad() made
+  std::vector<torch::Tensor> inputs{x, memory};  // edges to these two alone with direct gradients
+  inputs.insert(inputs.end(), params.begin(), params.end());
+  const size_t edges = s.g.empty() ? inputs.size() : 2;
+  record_fused_node(y, std::move(s), inputs, edges);
   return y;
 }
 

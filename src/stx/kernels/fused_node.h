@@ -8,7 +8,8 @@
 // wrappers were ~4 % of a training step (docs/performance.md, "The fused nodes made by hand").
 // Here the forward runs below autograd (as Function::apply runs its forward), and when any input
 // needs a gradient one FusedNode<S> is recorded on y with edges to the node's inputs — with
-// direct gradients (direct_grads.h) only x (and the cross-attention's memory).
+// direct gradients (direct_grads.h) only x (and the cross-attention's memory). Double backward
+// (create_graph) is refused: the backward is hand-written, not made of differentiable ops.
 //
 // SavedVariable's check survives as a version check: a node refuses to run backward when an input
 // it was given (x or a parameter) was modified in place after its forward (it holds their version
@@ -33,19 +34,28 @@ namespace stx {
 template <class S>
 class FusedNode final : public torch::autograd::Node {
  public:
-  FusedNode(S state, const std::vector<torch::Tensor>& inputs) : state_(std::move(state)) {
-    torch::autograd::edge_list edges;
-    edges.reserve(inputs.size());
-    for (const auto& t : inputs) {
-      edges.push_back(t.defined() ? torch::autograd::impl::gradient_edge(t) : torch::autograd::Edge());
-      if (t.defined()) versions_.emplace_back(t.unsafeGetTensorImpl()->version_counter(), t._version());
+  // Edges to inputs[0, edges); every defined input's version counter is watched (with direct
+  // gradients the parameters have no edge, but the state still reads them).
+  FusedNode(S state, const std::vector<torch::Tensor>& inputs, size_t edges) : state_(std::move(state)) {
+    torch::autograd::edge_list next;
+    next.reserve(edges);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto& t = inputs[i];
+      if (i < edges) next.push_back(t.defined() ? torch::autograd::impl::gradient_edge(t) : torch::autograd::Edge());
+      if (!t.defined()) continue;
+      const auto& counter = t.unsafeGetTensorImpl()->version_counter();
+      if (counter.enabled()) versions_.emplace_back(counter, counter.current_version());  // inference tensors: none
     }
-    set_next_edges(std::move(edges));
+    set_next_edges(std::move(next));
   }
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);  // as CppNode::apply: the state is written in backward
     TORCH_CHECK(!released_, display_name(),
                 ": trying to backward through the graph a second time; pass retain_graph=true the first time");
+    TORCH_CHECK(!torch::GradMode::is_enabled(), display_name(),
+                ": double backward (create_graph=true) is not supported by the fused sub-layers; run the layers "
+                "composed (kernels reference)");
     for (const auto& [counter, v] : versions_)
       TORCH_CHECK(counter.current_version() == v, display_name(),
                   ": an input of this node (x or a parameter) was modified by an in-place operation after the "
@@ -67,20 +77,19 @@ class FusedNode final : public torch::autograd::Node {
  private:
   static std::string display_name() { return std::string("stx::") + S::kName; }
   S state_;
-  std::vector<std::pair<c10::VariableVersion, uint32_t>>
-      versions_;  // the inputs' counters (not the tensors: no memory held)
+  std::vector<std::pair<c10::VariableVersion, uint32_t>> versions_;  // the counters, not the tensors: no memory held
   bool released_ = false;
 };
 
-// Records y's node when autograd is on and any of `inputs` requires a gradient; else the state is
-// dropped (inference keeps no activations).
+// Records y's node when autograd is on and any of inputs[0, edges) requires a gradient; else the
+// state is dropped (inference keeps no activations).
 template <class S>
-void record_fused_node(const torch::Tensor& y, S&& state, const std::vector<torch::Tensor>& inputs) {
+void record_fused_node(const torch::Tensor& y, S&& state, const std::vector<torch::Tensor>& inputs, size_t edges) {
   if (!torch::GradMode::is_enabled()) return;
   bool any = false;
-  for (const auto& t : inputs) any = any || (t.defined() && t.requires_grad());
+  for (size_t i = 0; i < edges; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
   if (!any) return;
-  std::shared_ptr<torch::autograd::Node> node(new FusedNode<S>(std::forward<S>(state), inputs),
+  std::shared_ptr<torch::autograd::Node> node(new FusedNode<S>(std::forward<S>(state), inputs, edges),
                                               torch::autograd::deleteNode);
   torch::autograd::set_history(y, node);
 }

@@ -39,10 +39,11 @@ namespace {
 // the join's (JoinWeights order), the inner norm's, (the attention's QK-norms'), then the products'.
 constexpr size_t kJ = JoinWeights::kCount, kQK = kJ + InnerNorm::kCount, kP = kQK, kPA = kQK + QKNorm::kCount;
 
-// x, then the parameters where the node returns their gradients to autograd; x alone with direct ones.
-std::vector<torch::Tensor> edges_of(const torch::Tensor& x, const std::vector<torch::Tensor>& params, bool direct) {
+// The node's inputs, x then the parameters; its edges go to all of them, or to x alone when the
+// parameters' gradients go straight into .grad() (fused_node.h).
+std::vector<torch::Tensor> inputs_of(const torch::Tensor& x, const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> r{x};
-  if (!direct) r.insert(r.end(), params.begin(), params.end());
+  r.insert(r.end(), params.begin(), params.end());
   return r;
 }
 
@@ -181,15 +182,16 @@ torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tens
                                           qn.w,      qn.b,      kn.w,      kn.b,     wq,       wk,
                                           wv,        bq,        bk,        bv,       wo,       bo};
   AttentionSublayer s;
-  s.g = direct_grad_targets(x, params);
   s.heads = heads, s.causal = causal;
   torch::Tensor y;
   {
     at::AutoDispatchBelowADInplaceOrView below_autograd;  // as Function::apply runs a forward
     y = s.forward(x, key_pad, attention_dropout, softcap, join, jw, inner, qn, kn, wq, wk, wv, bq, bk, bv, wo, bo);
   }
-  const bool direct = !s.g.empty();
-  record_fused_node(y, std::move(s), edges_of(x, params, direct));
+  s.g = direct_grad_targets(x, params);  // after the forward: one that throws leaves no .grad() made
+  const auto inputs = inputs_of(x, params);
+  const size_t edges = s.g.empty() ? inputs.size() : 1;
+  record_fused_node(y, std::move(s), inputs, edges);
   return y;
 }
 
@@ -200,15 +202,16 @@ torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJ
                                           jw.gain,   jw.skip,   jw.heads,  mid.w,    mid.b,    mid.a,
                                           w1,        b1,        w2,        b2};
   FFNSublayer s;
-  s.g = direct_grad_targets(x, params);
   s.gelu = gelu;
   torch::Tensor y;
   {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     y = s.forward(x, join, jw, mid, w1, b1, w2, b2);
   }
-  const bool direct = !s.g.empty();
-  record_fused_node(y, std::move(s), edges_of(x, params, direct));
+  s.g = direct_grad_targets(x, params);
+  const auto inputs = inputs_of(x, params);
+  const size_t edges = s.g.empty() ? inputs.size() : 1;
+  record_fused_node(y, std::move(s), inputs, edges);
   return y;
 }
 

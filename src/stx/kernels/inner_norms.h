@@ -66,14 +66,14 @@ struct QKNorm {
     return qw.defined() ? rows(q, heads, qw, qb, eps, qhat, qrstd) : q;
   }
   torch::Tensor forward_k(const torch::Tensor& k, int64_t heads, double eps) {
-    return qw.defined() ? rows(k, heads, kw, kb, eps, khat, krstd) : k;
+    return kw.defined() ? rows(k, heads, kw, kb, eps, khat, krstd) : k;
   }
   // Their backward: dq (dk) of the normalized → of the projection; the parameter gradients as below.
   torch::Tensor backward_q(const torch::Tensor& dq, int64_t heads, const std::vector<torch::Tensor>& g, size_t at) {
     return qw.defined() ? rows_backward(dq, heads, qhat, qrstd, qw, qb, g, at, dqw, dqb) : dq;
   }
   torch::Tensor backward_k(const torch::Tensor& dk, int64_t heads, const std::vector<torch::Tensor>& g, size_t at) {
-    return qw.defined() ? rows_backward(dk, heads, khat, krstd, kw, kb, g, at + 2, dkw, dkb) : dk;
+    return kw.defined() ? rows_backward(dk, heads, khat, krstd, kw, kb, g, at + 2, dkw, dkb) : dk;
   }
 
   // dqkv of the normalized projections → of the projections; the norms' parameter gradients into
