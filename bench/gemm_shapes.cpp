@@ -30,6 +30,7 @@ struct Shape {
   int64_t m, n, k;
   float beta;
   stx::band::Band band;  // what stx computes (BLAS: always the dense product)
+  int64_t ld = 0;         // B's and C's row stride as the attention core has them (0: dense, n)
 };
 
 // One round of ≥ 20 ms of calls; best ← the fastest seconds per call so far.
@@ -55,6 +56,10 @@ int main(int argc, char** argv) {
       {"head Q.K^T (causal)", false, true, 64, 64, 16, 0, Band::kCausalCols},
       {"head P.V (causal)", false, false, 64, 16, 64, 0, Band::kPUpTo},
       {"head P^T.dO (causal)", true, false, 64, 16, 64, 0, Band::kPFrom},
+      // The same head products with B and C where the step has them: a head's 16 columns of the
+      // packed [B, T, 3d] q, k, v (and their gradients), rows 768 bytes apart.
+      {"head P.V (step)", false, false, 64, 16, 64, 0, Band::kPUpTo, 192},
+      {"head P^T.dO (step)", true, false, 64, 16, 64, 0, Band::kPFrom, 192},
       {"vocab logits h.E^T", false, true, 256, 8000, 64, 0, Band::kFull},
       {"vocab dE = dz^T.h", true, false, 8000, 64, 256, 0, Band::kFull},
       {"vocab dh = dz.E", false, false, 256, 64, 8000, 0, Band::kFull},
@@ -65,8 +70,8 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> normal;
   std::printf("%-22s %-16s %12s %12s %9s\n", "product", "m x n x k", "BLAS us", "stx us", "stx/BLAS");
   for (const auto& s : shapes) {
-    const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
-    std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n, 0.f), c2(s.m * s.n, 0.f);
+    const int64_t lda = s.ta ? s.m : s.k, ldb = s.ld ? s.ld : s.tb ? s.k : s.n, ldc = s.ld ? s.ld : s.n;
+    std::vector<float> a(s.m * s.k), b((s.tb ? s.n : s.k) * ldb), c(s.m * ldc, 0.f), c2(s.m * ldc, 0.f);
     for (auto& x : a) x = normal(gen);
     for (auto& x : b) x = normal(gen);
     // A causal band's A is zero where the band skips it (as the softmax leaves P).
@@ -76,11 +81,11 @@ int main(int argc, char** argv) {
           if (s.band == Band::kPUpTo ? p > r : p < r) (s.ta ? a[p * lda + r] : a[r * lda + p]) = 0;
     std::vector<float> packed(s.k * stx::band::padded_cols(s.n, false));
     auto blas_call = [&] {
-      stx::blas::gemm(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, s.beta, c.data(), s.n);
+      stx::blas::gemm(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, s.beta, c.data(), ldc);
     };
     auto stx_call = [&] {
       if (s.band == Band::kFull) {
-        stx::band::gemm(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, s.beta, c2.data(), s.n);
+        stx::band::gemm(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data(), lda, b.data(), ldb, s.beta, c2.data(), ldc);
         return;
       }
       const float* bp = b.data();
@@ -91,7 +96,7 @@ int main(int argc, char** argv) {
         bp = packed.data(), ldp = stx::band::padded_cols(s.n, false);
       }
       stx::band::band_gemm(s.band, s.m, s.n, s.k, 1.f, a.data(), s.ta ? 1 : lda, s.ta ? lda : 1, bp, ldp, s.beta,
-                           c2.data(), s.n);
+                           c2.data(), ldc);
     };
     double t_blas = 0, t_stx = 0;
     for (int r = 0; r < rounds; ++r) {
