@@ -1,5 +1,6 @@
 // apps/stx/main.cpp — the stx command line: parses, dispatches to a subcommand, and maps
-// errors to exit codes (0 ok, 1 a check the user asked to enforce failed, 2 bad input).
+// errors to exit codes (0 ok, 1 a check the user asked to enforce failed, 2 bad input, 3 a bug,
+// 4 a peer of a data-parallel job failed, 5 the machine failed: disk full or I/O error).
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -109,6 +110,9 @@ int main(int argc, char** argv) {
   } catch (const stx::DistError& e) {
     std::cerr << "stx: error: " << e.what() << "\n";
     return 4;
+  } catch (const stx::EnvError& e) {
+    std::cerr << "stx: error: " << e.what() << "\n";
+    return 5;
   } catch (const c10::Error& e) {
     std::cerr << "stx: internal error: " << e.what_without_backtrace() << "\n";
     return 3;

@@ -1,0 +1,20 @@
+// stx/core/error.cpp — see error.h.
+#include "stx/core/error.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace stx {
+
+void throw_write_error(const std::string& path, int err) {
+  const std::string what = "cannot write " + path + ": " + std::strerror(err);
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+    case EIO: throw EnvError(what + " (nothing after the last checkpoint was kept; free space and --resume)");
+    default: throw InputError(what);
+  }
+}
+
+}  // namespace stx
