@@ -18,6 +18,7 @@
 #include "stx/config/config_io.h"
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
+#include "stx/core/user_path.h"
 #include "stx/doctor/doctor_dataset.h"
 #include "stx/doctor/doctor_fit.h"
 #include "stx/doctor/doctor_model.h"
@@ -117,7 +118,8 @@ void register_doctor(Registry& reg) {
     if (!o->run.empty()) {
       const auto cfg_path = (fs::path(o->run) / "config.yaml").string();
       const auto metrics = (fs::path(o->run) / "metrics.jsonl").string();
-      if (!fs::exists(cfg_path) || !fs::exists(metrics))
+      require_directory(o->run, "--run");
+      if (!regular_file_if_present(cfg_path, "run file") || !regular_file_if_present(metrics, "run file"))
         throw InputError("'" + o->run + "' is not a run directory (needs config.yaml and metrics.jsonl)");
       c = resolve_config(cfg_path, o->cfg.overrides);
       horizon = o->steps ? o->steps : doctor::default_horizon(c);

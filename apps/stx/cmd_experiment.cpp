@@ -18,6 +18,7 @@
 #include "stx/config/config_io.h"
 #include "stx/config/schemes.h"
 #include "stx/core/error.h"
+#include "stx/core/user_path.h"
 #include "stx/sweep/sweep_plan.h"
 
 namespace stx::cli {
@@ -90,6 +91,7 @@ void register_experiment(Registry& reg) {
       if (sub->count(opt))
         throw InputError(opt + " is an option of " + (o->name == "atlas" ? "entropy-collapse" : "atlas") + ", not of " +
                          o->name);
+    require_directory_or_missing(o->out, "--out");
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) throw InputError("cannot find the stx binary (/proc/self/exe): " + ec.message());

@@ -10,6 +10,7 @@
 #include "command.h"
 #include "stx/config/schemes.h"
 #include "stx/core/error.h"
+#include "stx/core/user_path.h"
 #include "stx/sweep/sweep_runner.h"
 
 namespace stx::cli {
@@ -46,6 +47,7 @@ void register_sweep(Registry& reg) {
                 "a live table of the running runs (step, loss, gradient reach, largest attention logit, ‖ΔF‖) "
                 "instead of one line per run; with --jobs ≥ the number of runs they train side by side");
   reg.add(sub, [o] {
+    require_directory_or_missing(o->out, "--out");
     sweep::SweepOptions s;
     s.plan = sweep::make_plan(o->cfg.config, o->cfg.overrides, sweep::parse_schemes(o->schemes),
                               sweep::parse_depths(o->depths), o->steps);

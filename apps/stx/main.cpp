@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -113,6 +114,13 @@ int main(int argc, char** argv) {
   } catch (const stx::EnvError& e) {
     std::cerr << "stx: error: " << e.what() << "\n";
     return 5;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A net: user paths are checked before use (core/user_path.h). A full disk or an I/O error
+    // is the machine's failure (exit 5, as EnvError); any other is a path the user gave.
+    const int err = e.code().value();
+    const bool env = err == ENOSPC || err == EDQUOT || err == EIO || err == EFBIG;
+    std::cerr << "stx: error: " << e.what() << "\n";
+    return env ? 5 : 2;
   } catch (const c10::Error& e) {
     std::cerr << "stx: internal error: " << e.what_without_backtrace() << "\n";
     return 3;

@@ -2,7 +2,6 @@
 #include "stx/config/config_io.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cmath>
@@ -12,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "stx/config/config_file.h"
 #include "stx/core/error.h"
 
 namespace stx {
@@ -26,7 +26,8 @@ struct Key {
 };
 
 [[noreturn]] void bad_value(const std::string& key, const std::string& value, const std::string& allowed) {
-  throw InputError("config key '" + key + "': invalid value '" + value + "' (allowed: " + allowed + ")");
+  throw InputError("config key '" + shown_value(key) + "': invalid value '" + shown_value(value) +
+                   "' (allowed: " + allowed + ")");
 }
 
 int64_t parse_int(const std::string& key, const std::string& s, const std::string& allowed) {
@@ -256,24 +257,10 @@ void set_key(Config& cfg, const std::string& name, const std::string& value) {
   bool known_section = false;
   for (auto& s : kSections) known_section |= s == section;
   if (!known_section || dot == std::string::npos)
-    throw InputError("unknown config key '" + name +
+    throw InputError("unknown config key '" + shown_value(name) +
                      "' (keys are section.key with section one of: model, train, data)");
-  throw InputError("unknown config key '" + name + "' (allowed in " + section + ": " + keys_in_section(keys, section) +
-                   ")");
-}
-
-std::string yaml_scalar_text(const YAML::Node& n, const std::string& key) {
-  if (n.IsScalar()) return n.Scalar();
-  if (n.IsSequence()) {
-    std::string s;
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      if (!it->IsScalar()) throw InputError("config key '" + key + "': nested lists are not allowed");
-      s += (s.empty() ? "" : ",") + it->Scalar();
-    }
-    return s;
-  }
-  if (n.IsNull()) throw InputError("config key '" + key + "': missing value");
-  throw InputError("config key '" + key + "': expected a value, got a mapping");
+  throw InputError("unknown config key '" + shown_value(name) + "' (allowed in " + section + ": " +
+                   keys_in_section(keys, section) + ")");
 }
 
 }  // namespace
@@ -317,44 +304,20 @@ std::vector<std::string> config_keys() {
 }
 
 Config load_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("cannot open config file '" + path + "'");
-  YAML::Node root;
-  try {
-    root = YAML::Load(in);
-  } catch (const YAML::Exception& e) {
-    throw InputError("config file '" + path + "' is not valid YAML: " + e.msg + " (line " +
-                     std::to_string(e.mark.line + 1) + ")");
-  }
   Config cfg;
-  if (root.IsNull()) return cfg;
-  if (!root.IsMap()) throw InputError("config file '" + path + "': expected sections model:, train:, data:");
-  for (auto sec = root.begin(); sec != root.end(); ++sec) {
-    const std::string section = sec->first.as<std::string>();
-    bool known = false;
-    for (auto& s : kSections) known |= s == section;
-    if (!known)
-      throw InputError("config file '" + path + "': unknown section '" + section + "' (allowed: model, train, data)");
-    if (sec->second.IsNull()) continue;
-    if (!sec->second.IsMap())
-      throw InputError("config file '" + path + "': section '" + section + "' must be a mapping of key: value");
-    for (auto kv = sec->second.begin(); kv != sec->second.end(); ++kv) {
-      const std::string name = section + "." + kv->first.as<std::string>();
-      set_key(cfg, name, yaml_scalar_text(kv->second, name));
-    }
-  }
+  for (auto& a : read_config_assignments(path)) set_key(cfg, a.key, a.value);
   return cfg;
 }
 
 void apply_override(Config& cfg, const std::string& assignment) {
   auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw InputError("--set '" + assignment + "': expected section.key=value, e.g. model.scheme=deepnorm");
+    throw InputError("--set '" + shown_value(assignment) + "': expected section.key=value, e.g. model.scheme=deepnorm");
   set_key(cfg, assignment.substr(0, eq), assignment.substr(eq + 1));
 }
 
 Config resolve_config(const std::string& path, const std::vector<std::string>& overrides) {
-  Config cfg = path.empty() ? Config{} : load_config_file(path);
+  Config cfg = path.empty() || path == kBuiltinConfig ? Config{} : load_config_file(path);
   for (auto& o : overrides) apply_override(cfg, o);
   validate(cfg);
   return cfg;

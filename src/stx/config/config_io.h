@@ -13,18 +13,26 @@
 
 namespace stx {
 
-// Reads a YAML file with top-level sections model/train/data. Unknown sections or keys,
-// wrong types and out-of-range values are InputErrors. The result is validated.
+// Reads a YAML file with top-level sections model/train/data (config_file.h: one document, no
+// section or key twice, at least one key). Unknown sections or keys, wrong types and
+// out-of-range values are InputErrors. The result is not validated.
 Config load_config_file(const std::string& path);
+
+// The --config value that names the built-in defaults of config.h instead of a file.
+inline constexpr const char* kBuiltinConfig = "builtin";
 
 // Applies one "section.key=value" override (the --set syntax). Does not validate.
 void apply_override(Config& cfg, const std::string& assignment);
 
-// Loads `path` (or defaults when empty), applies overrides in order, validates.
+// Loads `path` (the defaults when empty or kBuiltinConfig), applies overrides in order, validates.
 Config resolve_config(const std::string& path, const std::vector<std::string>& overrides);
 
 // Checks sizes and combinations; throws InputError on the first problem.
 void validate(const Config& cfg);
+
+// What is allowed but likely a mistake in a config that trains, as one line ("" when nothing):
+// train.warmup_steps > train.max_steps (the rate never reaches train.lr).
+std::string training_warning(const Config& cfg);
 
 // The full config as nested JSON {"model":{…},"train":{…},"data":{…}} and back.
 nlohmann::json config_to_json(const Config& cfg);

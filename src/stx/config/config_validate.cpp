@@ -117,4 +117,12 @@ void validate(const Config& c) {
     fail("data.spm_vocab_size", as_written(c.data.spm_vocab_size), "must be a positive integer");
 }
 
+std::string training_warning(const Config& c) {
+  const auto& t = c.train;
+  if (t.warmup_steps <= t.max_steps) return "";
+  return fmt::format(
+      "train.warmup_steps {} > train.max_steps {}: the learning rate stops at {:.3g} of train.lr, still warming up",
+      t.warmup_steps, t.max_steps, static_cast<double>(t.max_steps) / static_cast<double>(t.warmup_steps));
+}
+
 }  // namespace stx

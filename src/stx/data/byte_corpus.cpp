@@ -5,12 +5,14 @@
 #include <iterator>
 
 #include "stx/core/error.h"
+#include "stx/core/user_path.h"
 
 namespace stx {
 
 std::string demo_text_path() { return std::string(STX_SOURCE_DIR) + "/data/demo/moby-dick-ch1.txt"; }
 
 torch::Tensor read_byte_tokens(const std::string& path, int64_t min_bytes, const std::string& who) {
+  require_regular_file(path, "text file", who);  // before opening: a FIFO would block
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(who + ": cannot read " + path);
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "stx/core/error.h"
+#include "stx/core/user_path.h"
 
 namespace fs = std::filesystem;
 
@@ -30,9 +31,7 @@ std::string gz_message(gzFile gz, const std::string& path, int* errnum) {
 // The whole file as bytes; gzip (magic 1f 8b) is decompressed, every member of a multi-member
 // stream included.
 std::string read_bytes(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError("corpus file '" + path + "' not found");
-  if (fs::is_directory(path, ec)) throw InputError("corpus file '" + path + "' is a directory, not a file");
+  require_regular_file(path, "corpus file");  // before opening: a FIFO would block
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError("corpus file '" + path + "' cannot be read");
   unsigned char magic[2] = {0, 0};
@@ -134,12 +133,15 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-// DIR/STEM or DIR/STEM.gz (the plain file wins); empty when neither exists.
+// DIR/STEM or DIR/STEM.gz (the plain file wins); empty when nothing is at either name. Something
+// that is there but not a readable file (a directory, a FIFO, a symbolic link loop, …) is an
+// InputError naming it, not a missing split.
 std::string find_file(const std::string& dir, const std::string& stem) {
-  std::error_code ec;
-  const std::string plain = dir + "/" + stem;
-  if (fs::is_regular_file(plain, ec)) return plain;
-  if (fs::is_regular_file(plain + ".gz", ec)) return plain + ".gz";
+  for (const std::string& path : {dir + "/" + stem, dir + "/" + stem + ".gz"}) {
+    if (inspect_path(path).kind == PathKind::Missing) continue;
+    require_regular_file(path, "corpus file");
+    return path;
+  }
   return "";
 }
 
@@ -158,10 +160,10 @@ std::vector<std::string> read_lines(const std::string& path) {
     if (end > start && bytes[end - 1] == '\r') --end;
     lines.emplace_back(bytes, start, end - start);
     check_utf8(path, lines.back(), lines.size());
-    any = any || end > start;
+    any = any || lines.back().find_first_not_of(" \t\f\v\r") != std::string::npos;
     start = next;
   }
-  if (!any) throw InputError("corpus file '" + path + "' is empty (no non-empty line)");
+  if (!any) throw InputError("corpus file '" + path + "' is empty (no line with text other than whitespace)");
   return lines;
 }
 
@@ -177,8 +179,11 @@ std::string corpus_dir(const DataConfig& d) {
   } else {
     dir = d.corpus;
   }
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
+  const auto info = inspect_path(dir);
+  if (info.kind != PathKind::Missing && info.kind != PathKind::Directory)
+    throw InputError("data.corpus '" + d.corpus + "': cannot use '" + dir + "': " + path_problem(info, true) +
+                     " (allowed: bible-es-en, moby-dick, deen, lm, or a corpus directory)");
+  if (info.kind == PathKind::Missing) {
     std::string msg = "data.corpus '" + d.corpus + "': directory '" + dir + "' not found";
     if (fetched)
       msg += "; run scripts/fetch-data.sh" + std::string(d.corpus == "deen" ? " --only deen" : " --only lm") +
@@ -213,10 +218,17 @@ CorpusFiles corpus_files(const DataConfig& d, const std::string& split) {
 
 Corpus load_corpus(const DataConfig& d, const std::string& split) {
   const CorpusFiles f = corpus_files(d, split);
+  auto lines = [&](const std::string& path) {
+    try {
+      return read_lines(path);
+    } catch (const InputError& e) {
+      throw InputError("split '" + split + "' of data.corpus '" + d.corpus + "': " + e.what());
+    }
+  };
   Corpus c;
-  c.tgt = read_lines(f.tgt);
+  c.tgt = lines(f.tgt);
   if (!is_lm(d)) {
-    c.src = read_lines(f.src);
+    c.src = lines(f.src);
     if (c.src.size() != c.tgt.size())
       throw InputError("split '" + split + "' of data.corpus '" + d.corpus + "' is not line-aligned: " + f.src +
                        " has " + std::to_string(c.src.size()) + " lines, " + f.tgt + " has " +

@@ -9,6 +9,7 @@
 
 #include "stx/core/error.h"
 #include "stx/core/runtime.h"
+#include "stx/core/user_path.h"
 
 namespace stx {
 
@@ -78,7 +79,7 @@ std::string SentencePiece::shim_path() {
 }
 
 SentencePiece SentencePiece::load(const std::string& model_path) {
-  if (!std::filesystem::exists(model_path)) throw InputError("SentencePiece model '" + model_path + "' not found");
+  require_regular_file(model_path, "SentencePiece model");
   char err[512] = {0};
   void* p = shim().load(model_path.c_str(), err, sizeof(err));
   if (!p) throw InputError("SentencePiece model '" + model_path + "' is invalid: " + err);

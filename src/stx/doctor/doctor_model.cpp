@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "stx/core/error.h"
+#include "stx/core/user_path.h"
 #include "stx/doctor/doctor_signals.h"
 
 namespace stx::doctor {
@@ -106,6 +107,7 @@ DoctorModel model_from_json(const nlohmann::json& j) {
 }
 
 DoctorModel load_model(const std::string& path) {
+  require_regular_file(path, "the doctor model", "fit one with `stx doctor fit`");
   std::ifstream in(path);
   if (!in) throw InputError("cannot read the doctor model '" + path + "' (fit one with `stx doctor fit`)");
   try {

@@ -1,24 +1,23 @@
 // stx/train/run_model.cpp — see run_model.h.
 #include "stx/train/run_model.h"
 
-#include <filesystem>
-
 #include "stx/core/error.h"
 #include "stx/core/run_dir.h"
+#include "stx/core/user_path.h"
 #include "stx/io/model_io.h"
 #include "stx/train/checkpoint.h"
 
 namespace stx {
 
-namespace fs = std::filesystem;
-
 RunModel open_run(const std::string& run_dir, const std::string& which) {
   if (which != "best" && which != "last") throw InputError("--checkpoint '" + which + "' is not one of: best, last");
-  if (!fs::is_directory(run_dir)) throw InputError("run directory " + run_dir + " does not exist");
+  require_directory(run_dir, "run directory");
   const RunDir dir(run_dir);
+  for (const char* f : {RunDir::kBest, RunDir::kLast, "spm.src.model", "spm.tgt.model"})
+    regular_file_if_present(dir.file(f), "run file");  // a loop or a FIFO in their place: named, before use
   auto path = which == "best" ? dir.best() : dir.last();
-  if (which == "best" && !fs::exists(path)) path = dir.last();
-  if (!fs::exists(path))
+  if (which == "best" && inspect_path(path).kind == PathKind::Missing) path = dir.last();
+  if (inspect_path(path).kind == PathKind::Missing)
     throw InputError(run_dir + " has no checkpoint (" + (which == "best" ? RunDir::kBest : RunDir::kLast) +
                      "); is it a run directory of `stx train`?");
   auto ck = read_checkpoint(path);
