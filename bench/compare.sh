@@ -76,7 +76,7 @@ if [[ $THREADS != 0 ]]; then
 fi
 EAGER_ENV=(env)
 if [[ $SAME_MALLOC == 1 ]]; then
-  EAGER_ENV+=(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296:glibc.malloc.tcache_count=65535)
+  EAGER_ENV+=(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296:glibc.malloc.tcache_count=2000)
 fi
 STX_BLAS_LINE=$("$STX" --version | sed -n 's/^BLAS: //p')
 PEER_BLAS="its own (MKL)"

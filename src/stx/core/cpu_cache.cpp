@@ -1,7 +1,10 @@
 #include "stx/core/cpu_cache.h"
 
+#include <malloc.h>
+
 #include <c10/core/CPUAllocator.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <iterator>
@@ -123,6 +126,13 @@ void end_cpu_cache_step() {
     ++c.step, c.returned += static_cast<int64_t>(stale.size());
   }
   for (void* d : stale) std::free(static_cast<char*>(d) - kHeader);
+  // The heap keeps what it is given back (runtime.h's thresholds), and blocks of sizes that do
+  // not come back leave holes the next shapes do not fit: once its free part outgrows what is in
+  // use (and 256 MB), its free pages go back to the system. Without it an atlas run
+  // (d64 × 24, token-budget batches) grew to 3.8 GB in 150 steps with 1 GB in use.
+  if (stale.empty()) return;
+  const auto m = ::mallinfo2();
+  if (m.fordblks > std::max<size_t>(size_t{256} << 20, m.uordblks)) ::malloc_trim(0);
 }
 
 CpuCacheStats cpu_cache_stats() {

@@ -37,16 +37,17 @@ void reexec_with_runtime_env(int argc, char** argv) {
   if (std::getenv("STX_NO_REEXEC") || std::getenv("STX_REEXECED")) return;
   bool change = false;
   if (!std::getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1), change = true;
-  // The thresholds keep freed memory in the heap; tcache_count lets each thread's cache hold 65,535
-  // (glibc's most) freed chunks per small size instead of 7: backward frees thousands of same-size
-  // autograd nodes and tensor headers at once, and the overflow went through malloc's bins and
-  // their consolidation. 2,000 made the d64 × 1,000 step 1.9 % faster; at 1,000 layers a step holds
-  // more than 2,000 of a size, and 65,535 took the forward from ~600 to ~550 ms
-  // (docs/performance.md).
+  // The thresholds keep freed memory in the heap; tcache_count lets each thread's cache hold 2,000
+  // freed chunks per small size instead of 7: backward frees thousands of same-size autograd nodes
+  // and tensor headers at once, and the overflow went through malloc's bins and their
+  // consolidation (the d64 × 1,000 step 1.9 % faster). 65,535 was faster still at 1,000 layers
+  // (the forward ~600 → ~550 ms) but hoards: chunks cached by size are never consolidated, and
+  // runs of varying batch shape grew without bound (the atlas's d64 × 24 run: 3.8 GB after 150
+  // steps, against 1.2 GB with 2,000; docs/performance.md).
   if (!std::getenv("GLIBC_TUNABLES"))
     setenv("GLIBC_TUNABLES",
            "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296:"
-           "glibc.malloc.tcache_count=65535",
+           "glibc.malloc.tcache_count=2000",
            1),
         change = true;
   // A DYNAMIC_ARCH OpenBLAS that fell back to its SSE3 kernels on a CPU newer than itself
