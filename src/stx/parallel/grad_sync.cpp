@@ -5,6 +5,8 @@
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
+#include <fmt/format.h>
+
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -14,6 +16,13 @@
 namespace stx::parallel {
 
 namespace {
+
+DistError all_reduce_failed(int rank, std::string m) {
+  if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+  return DistError(
+      "rank " + std::to_string(rank) +
+      ": gradient all-reduce failed (a peer died, hung past train.dist_timeout_s or the network failed): " + m);
+}
 constexpr int64_t kFirstBucketBytes = 1024 * 1024;  // DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
 
 // The bucket's communication: an all-reduce SUM of its flat buffer (DDP's default hook divides by
@@ -55,17 +64,30 @@ GradSync::GradSync(World& world, std::vector<std::pair<std::string, torch::Tenso
 
 GradSync::~GradSync() = default;
 
+std::string GradSync::summary(int64_t update_freq, int64_t max_tokens) const {
+  return fmt::format(
+      "data parallel: {} processes, {} batches of ≤ {} tokens per update, {} gradient bucket(s), {:.1f} MB "
+      "all-reduced per update",
+      world_.size(), world_.size() * update_freq, max_tokens, buckets_, static_cast<double>(bytes_) / 1e6);
+}
+
 void GradSync::backward(const torch::Tensor& loss) {
   try {
     reducer_->prepare_for_forward();
     reducer_->prepare_for_backward({loss});
     loss.backward();  // the Reducer's hooks all-reduce; its end-of-backward callback writes .grad
   } catch (const c10::Error& e) {
-    std::string m = e.what_without_backtrace();
-    if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
-    throw DistError(
-        "rank " + std::to_string(world_.rank()) +
-        ": gradient all-reduce failed (a peer died, hung past train.dist_timeout_s or the network failed): " + m);
+    throw all_reduce_failed(world_.rank(), e.what_without_backtrace());
+  } catch (const DistError&) {
+    throw;
+  } catch (const InputError&) {
+    throw;
+  } catch (const EnvError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // Gloo's own exceptions (gloo::IoException "Connection closed by peer" when a peer died, its
+    // timeouts) come back from the bucket's future as thrown: std::runtime_error, not c10::Error.
+    throw all_reduce_failed(world_.rank(), e.what());
   }
 }
 

@@ -40,6 +40,8 @@ class GradSync {
 
   int64_t buckets() const { return buckets_; }
   int64_t bytes() const { return bytes_; }  // gradient bytes all-reduced per update
+  // "data parallel: N processes, … MB all-reduced per update", for the run's first lines.
+  std::string summary(int64_t update_freq, int64_t max_tokens) const;
 
  private:
   World& world_;

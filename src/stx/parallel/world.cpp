@@ -41,13 +41,14 @@ int int_var(const char* name, int lo, int hi, std::optional<int> fallback) {
 [[noreturn]] void rethrow(int rank, const char* what) {
   try {
     throw;
-  } catch (const c10::Error& e) {
-    std::string m = e.what_without_backtrace();
+  } catch (const DistError&) {
+    throw;
+  } catch (const std::exception& e) {  // c10::Error, or Gloo's own (std::runtime_error)
+    const auto* c = dynamic_cast<const c10::Error*>(&e);
+    std::string m = c ? c->what_without_backtrace() : e.what();
     if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
     throw DistError("rank " + std::to_string(rank) + ": " + what +
                     " failed (a peer died, hung past the timeout or the network failed): " + m);
-  } catch (const std::exception& e) {
-    throw DistError("rank " + std::to_string(rank) + ": " + what + " failed: " + e.what());
   }
 }
 
