@@ -28,6 +28,7 @@
 #include "stx/doctor/run_watch.h"
 #include "stx/report/metrics_log.h"
 #include "stx/sweep/sweep_plan.h"
+#include "stx/train/memory_estimate.h"
 
 namespace stx::cli {
 
@@ -132,6 +133,7 @@ void register_doctor(Registry& reg) {
         throw InputError(
             fmt::format("--steps {}: the probe needs 2 … train.max_steps ({}) updates", horizon, c.train.max_steps));
       use_default_threads(c.model.d_model, c.train.max_tokens);
+      check_memory(c, estimate_training_memory(c));  // before the probe allocates anything
       if (!o->quiet)
         std::cerr << fmt::format("doctor: probing the first {} of {} updates …\n", horizon, c.train.max_steps);
       const auto p = doctor::probe(c, horizon, o->quiet);

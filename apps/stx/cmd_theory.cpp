@@ -30,13 +30,7 @@ struct TheoryOpts {
   uint64_t seed = 0;
 };
 
-void write_text(const std::string& path, const std::string& text) {
-  write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream f(tmp);
-    f << text;
-    if (!f) throw InputError("cannot write " + path);
-  });
-}
+void write_text(const std::string& path, const std::string& text) { write_text_atomically(path, text); }
 
 std::string experiment_names() {
   std::string s;

@@ -1,6 +1,7 @@
 // stx train — train a translation model or a language model on a corpus (docs/training.md).
 // Exit: 0 finished; 1 diverged (train.on_divergence stop, or skips/rollbacks exhausted);
-// 2 bad input; 4 a worker of a data-parallel job died or hung (docs/distributed.md);
+// 2 bad input (another process writing --out included); 4 a worker of a data-parallel job died or
+// hung (docs/distributed.md); 5 the disk filled or failed (the log and last checkpoint stay consistent);
 // 128+signal after a clean stop on SIGINT/SIGTERM (checkpoint written).
 // Data parallel: --nproc N starts N local workers (parallel/launcher.h); a process started with
 // torchrun's variables (WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT) is one worker of a job.
@@ -10,15 +11,32 @@
 
 #include "command.h"
 #include "stx/config/config_io.h"
+#include "stx/core/dir_lock.h"
 #include "stx/core/error.h"
 #include "stx/core/run_dir.h"
 #include "stx/core/runtime.h"
+#include "stx/core/user_path.h"
 #include "stx/doctor/live_doctor.h"
 #include "stx/parallel/launcher.h"
 #include "stx/report/metrics_log.h"
 #include "stx/train/trainer.h"
 
 namespace stx::cli {
+
+namespace {
+
+// --out is a directory or nothing yet, and the run files in it are regular files or absent: a
+// symbolic link loop, a FIFO or a directory in their place is refused before anything opens them.
+void check_run_paths(const std::string& out) {
+  require_directory_or_missing(out, "--out");
+  if (inspect_path(out).kind != PathKind::Directory) return;
+  const RunDir dir(out);
+  for (const char* f : {RunDir::kLast, RunDir::kPrev, RunDir::kBest, RunDir::kCorrupt, RunDir::kConfig,
+                        RunDir::kMetrics, RunDir::kProbe, RunDir::kHosts})
+    regular_file_if_present(dir.file(f), "run file");
+}
+
+}  // namespace
 
 void register_train(Registry& reg) {
   struct Opts {
@@ -31,6 +49,10 @@ void register_train(Registry& reg) {
   auto* sub =
       reg.app.add_subcommand("train", "train on a corpus, logging the stability diagnostics to RUN/metrics.jsonl");
   o->cfg.add_to(sub, /*config_required=*/false);
+  sub->get_option("--config")
+      ->description(
+          "YAML config file (configs/*.yaml); needed for a new run: `--config builtin` trains the built-in defaults, "
+          "--resume the run's own config.yaml");
   sub->add_option("--out", o->out, "run directory (config, checkpoints, metrics.jsonl, SentencePiece models)")
       ->required();
   sub->add_flag("--resume", o->resume, "continue the run in --out from its last checkpoint (exactly)");
@@ -45,6 +67,11 @@ void register_train(Registry& reg) {
   reg.add(sub, [o] {
     TrainOptions t;
     if (o->resume_prev) o->resume = true;
+    check_run_paths(o->out);
+    if (!o->resume && o->cfg.config.empty())
+      throw InputError(
+          "a new run needs --config FILE, e.g. --config configs/demo.yaml (translation) or configs/atlas.yaml "
+          "(language model); --config builtin trains the built-in defaults; --resume continues the run in --out");
     if (o->resume && o->cfg.config.empty()) {
       // Resume with the run's own config (plus any --set overrides).
       t.config = resolve_config(o->out + "/config.yaml", o->cfg.overrides);
@@ -59,8 +86,11 @@ void register_train(Registry& reg) {
       throw InputError("--nproc starts local workers, but this process is already worker " +
                        std::to_string(t.world->rank) + " of a job of " + std::to_string(t.world->world_size) +
                        " (WORLD_SIZE is set); drop one of them");
+    if (const auto w = training_warning(t.config); !w.empty() && o->nproc == 1 && (!t.world || t.world->rank == 0))
+      std::cerr << "stx: warning: " << w << "\n";
     if (o->nproc > 1) {
-      RunDir(o->out).check_start(o->resume, o->resume_prev);  // what every worker would refuse, before starting any
+      DirLock::check_free(o->out, "run directory");  // what rank 0 would refuse, before starting any worker
+      RunDir(o->out).check_start(o->resume, o->resume_prev);
       parallel::LaunchOptions l;
       l.exe = "/proc/self/exe", l.nproc = o->nproc, l.run_dir = o->out;
       l.grace = std::chrono::seconds(10);  // after a failure; safe: checkpoints are written atomically

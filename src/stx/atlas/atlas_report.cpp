@@ -176,11 +176,7 @@ void write_report(const std::string& dir, const std::string& command, const Atla
   j["figures"] = figures;
   auto put = [&](const std::string& name, const std::string& text) {
     const auto path = (fs::path(dir) / name).string();
-    write_atomically(path, [&](const std::string& tmp) {
-      std::ofstream f(tmp);
-      f << text;
-      if (!f) throw InputError("cannot write " + path);
-    });
+    write_text_atomically(path, text);
   };
   put("atlas.md", md.str());
   put("atlas.json", j.dump(1) + "\n");

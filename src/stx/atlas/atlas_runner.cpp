@@ -95,10 +95,12 @@ class Runner {
     if (o_.report_only && !fs::exists(fs::path(o_.out) / "atlas_plan.json"))
       throw InputError("--report-only: --out " + o_.out + " holds no atlas (no atlas_plan.json); run the atlas first");
     refuse_lost_results();
-    if (!o_.report_only)  // a report changes nothing of the plan
-      grid::prepare_grid_dir({o_.out, "atlas_plan.json", "an atlas", "--config/--set/--steps/--warmup"},
-                             plan_json(o_.plan),
-                             [&](const nlohmann::json& stored) { return plan_mismatch(stored, o_.plan); });
+    const auto lock =
+        o_.report_only  // a report changes nothing of the plan, but writes atlas.md and atlas.json
+            ? std::make_shared<DirLock>(o_.out, "atlas directory")
+            : grid::prepare_grid_dir({o_.out, "atlas_plan.json", "an atlas", "--config/--set/--steps/--warmup"},
+                                     plan_json(o_.plan),
+                                     [&](const nlohmann::json& stored) { return plan_mismatch(stored, o_.plan); });
     install_stop_handlers();
     const auto stored = stored_runs();
     for (auto& r : all_runs(o_.plan)) {

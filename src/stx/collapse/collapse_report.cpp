@@ -176,9 +176,8 @@ void write_report(const std::string& dir, const std::string& command, const Coll
                         {"collapse_without_failure", t.collapse_no_fail}}},
                       {"figures", figures}};
   const auto md = markdown(command, p, es, figures);
-  write_atomically((fs::path(dir) / "report.json").string(),
-                   [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(2) << "\n"; });
-  write_atomically((fs::path(dir) / "report.md").string(), [&](const std::string& tmp) { std::ofstream(tmp) << md; });
+  write_text_atomically((fs::path(dir) / "report.json").string(), j.dump(2) + "\n");
+  write_text_atomically((fs::path(dir) / "report.md").string(), md);
 }
 
 }  // namespace stx::collapse

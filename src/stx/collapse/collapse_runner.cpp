@@ -24,10 +24,10 @@ using grid::Outcome;
 
 namespace {
 
-void prepare_out(const ExperimentOptions& o) {
-  grid::prepare_grid_dir({o.out, "experiment_plan.json", "an experiment", "--config/--set/--steps/--sgd-lr"},
-                         plan_json(o.plan),
-                         [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
+std::shared_ptr<DirLock> prepare_out(const ExperimentOptions& o) {
+  return grid::prepare_grid_dir({o.out, "experiment_plan.json", "an experiment", "--config/--set/--steps/--sgd-lr"},
+                                plan_json(o.plan),
+                                [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
 std::vector<nlohmann::json> records_of(const std::string& dir) {
@@ -64,7 +64,7 @@ class Runner {
   explicit Runner(const ExperimentOptions& o) : o_(o) {}
 
   int run() {
-    prepare_out(o_);
+    const auto lock = prepare_out(o_);
     install_stop_handlers();
     const auto& p = o_.plan;
     for (auto& a : p.arms)

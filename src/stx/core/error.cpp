@@ -12,7 +12,8 @@ void throw_write_error(const std::string& path, int err) {
     case ENOSPC:
     case EDQUOT:
     case EFBIG:
-    case EIO: throw EnvError(what + " (nothing after the last checkpoint was kept; free space and --resume)");
+    case EIO:
+      throw EnvError(what + " (free space or mend the device, then run again; a training run continues with --resume)");
     default: throw InputError(what);
   }
 }

@@ -2,7 +2,9 @@
 #include "stx/core/run_dir.h"
 
 #include <filesystem>
+#include <iostream>
 
+#include "stx/core/dir_lock.h"
 #include "stx/core/error.h"
 
 namespace stx {
@@ -20,13 +22,23 @@ void link_or_copy(const std::string& from, const std::string& to, std::error_cod
   }
 }
 
+// Whether `path` exists; InputError naming it when it cannot be told (a symbolic link loop, a
+// name too long, no permission) rather than a filesystem_error.
+bool present(const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw InputError(path + ": " + ec.message());
+  return fs::exists(st);
+}
+
 }  // namespace
 
 std::string RunDir::file(const std::string& name) const { return (fs::path(dir_) / name).string(); }
 
-bool RunDir::holds_run() const { return fs::exists(last()); }
+bool RunDir::holds_run() const { return present(last()); }
 
-bool RunDir::has_prev() const { return fs::exists(prev()); }
+bool RunDir::has_prev() const { return present(prev()); }
 
 void RunDir::check_start(bool resume, bool prev) const {
   if (!resume && holds_run())
@@ -44,14 +56,29 @@ void RunDir::check_start(bool resume, bool prev) const {
 
 void RunDir::create() {
   std::error_code ec;
-  created_ = fs::create_directories(dir_, ec);
+  const bool made = fs::create_directories(dir_, ec);
   if (ec) throw InputError("cannot create the run directory " + dir_ + ": " + ec.message());
+  if (!fs::is_directory(dir_, ec)) throw InputError("--out " + dir_ + " exists and is not a directory");
+  created_ |= made;
+}
+
+void RunDir::own() {
+  create();
+  lock_ = std::make_shared<DirLock>(dir_, "run directory");
+  if (lock_->stale_removed())
+    std::cerr << dir_ << ": removed " << lock_->stale_removed() << " temporary file(s) ("
+              << static_cast<int64_t>(lock_->stale_mb() + 0.5) << " MB) left by a killed process\n";
 }
 
 void RunDir::discard_if_unused() noexcept {
   if (!created_) return;
   std::error_code ec;
-  if (fs::is_empty(dir_, ec) && !ec) fs::remove(dir_, ec);
+  bool only_lock = true;
+  for (auto& e : fs::directory_iterator(dir_, ec)) only_lock &= e.path().filename() == DirLock::kFile;
+  if (!ec && only_lock) {
+    fs::remove(fs::path(dir_) / DirLock::kFile, ec);
+    fs::remove(dir_, ec);
+  }
   created_ = false;
 }
 

@@ -10,10 +10,14 @@
 //   checkpoint_best.safetensors  the state with the lowest validation loss
 //   probe.safetensors            F(x, θ₀) of the ΔF probe batch
 //   spm.{src,tgt}.model          the run's SentencePiece model(s)
+//   .stx.lock                    held by the process that writes the run (core/dir_lock.h)
 #pragma once
+#include <memory>
 #include <string>
 
 namespace stx {
+
+class DirLock;
 
 class RunDir {
  public:
@@ -47,8 +51,12 @@ class RunDir {
 
   // Creates the directory (and parents); InputError if it cannot. Remembers whether it did.
   void create();
-  // After a failed start: removes the directory again if create() made it and nothing was
-  // written into it. Never throws.
+  // create(), then take the directory's lock for as long as this RunDir (or a copy) lives, and
+  // say on stderr which temporary files of a killed writer were removed (core/dir_lock.h).
+  // InputError when another process holds it.
+  void own();
+  // After a failed start: removes the directory again if create() made it and nothing but its
+  // lock file was written into it. Never throws.
   void discard_if_unused() noexcept;
 
   // Before a new checkpoint_last is written: the current one becomes checkpoint_prev (a hard
@@ -61,6 +69,7 @@ class RunDir {
  private:
   std::string dir_;
   bool created_ = false;
+  std::shared_ptr<DirLock> lock_;
 };
 
 }  // namespace stx

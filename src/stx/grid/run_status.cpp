@@ -136,8 +136,7 @@ void write_status(const std::string& dir, const RunResult& r) {
                             {"step", r.step},
                             {"cause", r.cause},
                             {"seconds", r.seconds}};
-  write_atomically((fs::path(dir) / "sweep_status.json").string(),
-                   [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(2) << "\n"; });
+  write_text_atomically((fs::path(dir) / "sweep_status.json").string(), j.dump(2) + "\n");
 }
 
 }  // namespace stx::grid

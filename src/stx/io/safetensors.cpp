@@ -209,15 +209,16 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   if (text.size() > kMaxHeader) fail(path, "header would exceed 100 MB (too many tensors)");
 
   write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(path, "cannot create " + tmp + ": " + std::strerror(errno));
+    Fd out{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (out.fd < 0) throw_write_error(tmp, errno);
     const uint64_t n = text.size();
-    out.write(reinterpret_cast<const char*>(&n), 8);  // little-endian host (static_assert above)
-    out.write(text.data(), static_cast<std::streamsize>(n));
+    write_all(out.fd, &n, 8, tmp);  // little-endian host (static_assert above)
+    write_all(out.fd, text.data(), n, tmp);
     for (const auto& c : data)
-      if (c.numel() > 0) out.write(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
-    out.close();
-    if (!out) fail(path, "cannot write " + tmp + ": " + std::strerror(errno));
+      if (c.numel() > 0) write_all(out.fd, c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size()), tmp);
+    const int fd = out.fd;
+    out.fd = -1;
+    if (::close(fd) != 0) throw_write_error(tmp, errno);
   });
 }
 

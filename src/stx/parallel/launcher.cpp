@@ -117,7 +117,7 @@ int launch_local(const LaunchOptions& o) {
   if (!root) root = failed.front();
   const int st = *status[*root];
   // Rank 0 prints its own error line on the terminal; a worker's line is in its log.
-  if (st == 1 || st == 2 || st == 3) {
+  if (st == 1 || st == 2 || st == 3 || st == 5) {
     if (*root != 0)
       std::cerr << "stx: error: worker rank " << *root << " " << status_text(st) << "; see " << log_of(*root) << "\n";
     return st;

@@ -1,8 +1,13 @@
 // stx/report/metrics_log.cpp — see metrics_log.h.
 #include "stx/report/metrics_log.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <fstream>
-#include <sstream>
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
@@ -10,55 +15,89 @@
 namespace stx {
 
 namespace {
-// The complete lines of a file (a last line without '\n' is a torn write and is dropped).
-std::vector<std::string> complete_lines(const std::string& path) {
+struct Line {
+  int64_t number;  // 1-based
+  std::string text;
+  bool complete;  // ends with '\n'
+};
+
+std::vector<Line> lines_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::vector<std::string> out;
+  std::vector<Line> out;
   if (!in) return out;
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   size_t start = 0;
-  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
-    if (nl > start) out.push_back(text.substr(start, nl - start));
+  int64_t n = 0;
+  for (size_t nl; start < text.size(); start = nl + 1) {
+    nl = text.find('\n', start);
+    ++n;
+    if (nl == std::string::npos) {
+      out.push_back({n, text.substr(start), false});
+      break;
+    }
+    if (nl > start) out.push_back({n, text.substr(start, nl - start), true});
+  }
   return out;
 }
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path, int64_t keep_until_step) {
+std::string MetricsLog::Repair::describe(const std::string& path, int64_t step) const {
+  if (after == 0 && torn.empty()) return "";
+  std::string s = fmt::format("{}: kept {} line(s) up to step {}", path, kept, step);
+  if (after) s += fmt::format("; dropped {} line(s) logged after that checkpoint", after);
+  if (!torn.empty()) {
+    s += fmt::format("; dropped {} torn line(s) (line", torn.size());
+    for (size_t i = 0; i < torn.size() && i < 5; ++i) s += fmt::format("{} {}", i ? "," : "", torn[i]);
+    s += torn.size() > 5 ? ", …)" : ")";
+  }
+  return s;
+}
+
+MetricsLog::MetricsLog(const std::string& path, int64_t keep_until_step) : path_(path) {
   if (keep_until_step >= 0) {
     std::string kept;
-    for (auto& line : complete_lines(path)) {
-      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("step") && j["step"].get<int64_t>() <= keep_until_step) kept += line + "\n";
+    for (auto& line : lines_of(path)) {
+      auto j = nlohmann::json::parse(line.text, nullptr, /*allow_exceptions=*/false);
+      if (!line.complete || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
+        repair_.torn.push_back(line.number);
+      } else if (j["step"].get<int64_t>() <= keep_until_step) {
+        kept += line.text + "\n", ++repair_.kept;
+      } else {
+        ++repair_.after;
+      }
     }
-    write_atomically(path, [&](const std::string& tmp) {
-      std::ofstream o(tmp, std::ios::binary);
-      o << kept;
-      if (!o) throw InputError("cannot write " + tmp);
-    });
+    write_text_atomically(path, kept);
   }
-  f_ = std::fopen(path.c_str(), "ab");
-  if (!f_) throw InputError("cannot open " + path + " for writing");
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw_write_error(path, errno);
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) size_ = st.st_size;
 }
 
 MetricsLog::~MetricsLog() {
-  if (f_) std::fclose(f_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void MetricsLog::write(const nlohmann::json& record) {
   const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  std::fwrite(line.data(), 1, line.size(), f_);
-  std::fflush(f_);
+  try {
+    write_all(fd_, line.data(), line.size(), path_);
+  } catch (...) {
+    (void)::ftruncate(fd_, size_);  // no torn line: the log ends with the last whole one
+    throw;
+  }
+  size_ += static_cast<int64_t>(line.size());
 }
 
 std::vector<nlohmann::json> MetricsLog::read(const std::string& path) {
   std::ifstream probe(path);
   if (!probe) throw InputError("cannot read " + path);
   std::vector<nlohmann::json> out;
-  int64_t n = 0;
-  for (auto& line : complete_lines(path)) {
-    ++n;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) throw InputError(path + ":" + std::to_string(n) + ": not a JSON object");
+  for (auto& line : lines_of(path)) {
+    if (!line.complete) break;  // a torn last line
+    auto j = nlohmann::json::parse(line.text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      throw InputError(path + ":" + std::to_string(line.number) + ": not a JSON object");
     out.push_back(std::move(j));
   }
   return out;

@@ -172,10 +172,9 @@ void write_report(const std::string& dir, const Report& rep) {
                     {"valid_bleu", opt(r.valid_bleu)}});
   const nlohmann::json j = {
       {"command", rep.command}, {"plan", plan_json(*rep.plan)}, {"runs", runs}, {"figures", rep.figures}};
-  write_atomically((fs::path(dir) / "sweep.json").string(),
-                   [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(2) << "\n"; });
+  write_text_atomically((fs::path(dir) / "sweep.json").string(), j.dump(2) + "\n");
   const auto md = markdown(rep);
-  write_atomically((fs::path(dir) / "sweep.md").string(), [&](const std::string& tmp) { std::ofstream(tmp) << md; });
+  write_text_atomically((fs::path(dir) / "sweep.md").string(), md);
 }
 
 }  // namespace stx::sweep

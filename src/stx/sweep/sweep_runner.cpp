@@ -29,9 +29,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void prepare_out(const SweepOptions& o) {
-  grid::prepare_grid_dir({o.out, "sweep_plan.json", "a sweep", "--config/--set/--steps"}, plan_json(o.plan),
-                         [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
+std::shared_ptr<DirLock> prepare_out(const SweepOptions& o) {
+  return grid::prepare_grid_dir({o.out, "sweep_plan.json", "a sweep", "--config/--set/--steps"}, plan_json(o.plan),
+                                [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
 std::string result_text(const RunResult& r, bool translation) {
@@ -59,7 +59,7 @@ class Runner {
   explicit Runner(const SweepOptions& o) : o_(o) {}
 
   int run() {
-    prepare_out(o_);
+    const auto lock = prepare_out(o_);
     install_stop_handlers();
     const auto& p = o_.plan;
     for (auto& s : p.schemes)

@@ -27,7 +27,7 @@ void profile_admin_at_start(TransformerImpl& model, Batcher& train, const std::s
     j["sublayers"].push_back(
         {{"name", r.name}, {"omega", r.omega}, {"var_skip", r.var_skip}, {"var_branch", r.var_branch}});
   const auto path = run_dir + "/admin_profile.json";
-  write_atomically(path, [&](const std::string& tmp) { std::ofstream(tmp) << j.dump(1) << "\n"; });
+  write_text_atomically(path, j.dump(1) + "\n");
   if (!quiet && !records.empty())
     std::cerr << fmt::format(
         "Admin profiling on the first training batch ({} sentences): ω from {:.3g} to {:.3g} over {} sub-layers → "

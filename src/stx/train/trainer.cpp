@@ -34,6 +34,7 @@
 #include "stx/train/admin_start.h"
 #include "stx/train/checkpoint.h"
 #include "stx/train/divergence_guard.h"
+#include "stx/train/memory_estimate.h"
 #include "stx/train/progress_line.h"
 #include "stx/train/run_data.h"
 #include "stx/train/schedule.h"
@@ -103,6 +104,7 @@ class Trainer {
   std::optional<TrainStep> step_;
   std::optional<probe::ModelUpdate> probe_;
   std::optional<MetricsLog> log_;
+  MemoryEstimate memory_;
   std::unique_ptr<parallel::World> world_;  // data parallel only
   std::unique_ptr<parallel::GradSync> sync_;
   bool stop_all_ = false;  // some rank was asked to stop (all-reduced each update)
@@ -126,6 +128,7 @@ void Trainer::join_world() {
 }
 
 void Trainer::open_run_dir() {
+  if (main()) dir_.own();  // one writer, before anything in the directory is read or written
   dir_.check_start(o_.resume, o_.resume_prev);
   if (o_.resume_prev && main()) {
     read_checkpoint(dir_.prev());  // verified before anything moves
@@ -139,6 +142,7 @@ void Trainer::open_run_dir() {
 void Trainer::finalize_config() {
   // Refuse an incompatible config before any work (the vocabulary comes from the run).
   if (resume_from_) adopt_resumed_config(*resume_from_, cfg_, world_size(), dir_);
+  check_memory(cfg_, memory_ = estimate_training_memory(cfg_));  // before the data and the model
   // Data and vocabulary (a resumed run keeps its own SentencePiece models; in a data-parallel
   // job rank 0 prepares them and the others then read the run's copies).
   const bool fresh = !o_.resume;
@@ -182,8 +186,7 @@ void Trainer::restore() {
   if (main()) probe_.emplace(model_, data_->probe.src, data_->probe.tgt_in);
   // The run's config as it now is (a resume may change the keys resume_incompatibility allows,
   // e.g. train.max_steps; the next resume starts from these).
-  if (main())
-    write_atomically(dir_.config(), [&](const std::string& tmp) { std::ofstream(tmp) << config_to_yaml(cfg_); });
+  if (main()) write_text_atomically(dir_.config(), config_to_yaml(cfg_));
   if (!resume_from_) {
     if (main()) save_safetensors(dir_.probe(), {{"f0", probe_->reference().to(torch::kCPU)}}, {}, Checksums::On);
   } else {
@@ -206,21 +209,18 @@ void Trainer::restore() {
       if (p.value().requires_grad()) ps.emplace_back(p.key(), p.value());
     sync_ = std::make_unique<parallel::GradSync>(*world_, std::move(ps), cfg_.train.bucket_mb);
     step_->set_direct_grads(false);  // the Reducer hooks each parameter's AccumulateGrad
-    if (main() && !o_.quiet)
-      std::cerr << fmt::format(
-          "data parallel: {} processes, {} batches of ≤ {} tokens per update, {} gradient bucket(s), "
-          "{:.1f} MB all-reduced per update\n",
-          world_size(), world_size() * cfg_.train.update_freq, cfg_.train.max_tokens, sync_->buckets(),
-          static_cast<double>(sync_->bytes()) / 1e6);
+    if (main() && !o_.quiet) std::cerr << sync_->summary(cfg_.train.update_freq, cfg_.train.max_tokens) << "\n";
   }
   if (main()) {
     log_.emplace(dir_.metrics(), o_.resume ? st_.step : 0);
+    if (const auto s = log_->repair().describe(dir_.metrics(), st_.step); !s.empty()) std::cerr << s << "\n";
     // Which machine trained which steps: one line per start (rank 0's), kept across resumes.
     record_host(dir_.hosts(),
                 {{"step", st_.step},
                  {"resumed", o_.resume},
                  {"world_size", world_size()},
-                 {"device", to_string(cfg_.train.device)}},
+                 {"device", to_string(cfg_.train.device)},
+                 {"memory_estimate_mb", memory_.total() / 1e6}},
                 o_.resume);
   }
   if (!o_.resume) save_last();  // step 0: resume and rollback always have a checkpoint
