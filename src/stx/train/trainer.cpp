@@ -213,7 +213,8 @@ void Trainer::restore() {
   }
   if (main()) {
     log_.emplace(dir_.metrics(), o_.resume ? st_.step : 0);
-    if (const auto s = log_->repair().describe(dir_.metrics(), st_.step); !s.empty()) std::cerr << s << "\n";
+    if (const auto s = log_->repair().describe(dir_.metrics(), st_.step); o_.resume && !s.empty())
+      std::cerr << s << "\n";
     // Which machine trained which steps: one line per start (rank 0's), kept across resumes.
     record_host(dir_.hosts(),
                 {{"step", st_.step},
