@@ -43,7 +43,7 @@ void reexec_with_runtime_env(int argc, char** argv) {
   // consolidation (the d64 × 1,000 step 1.9 % faster). 65,535 was faster still at 1,000 layers
   // (the forward ~600 → ~550 ms) but hoards: chunks cached by size are never consolidated, and
   // runs of varying batch shape grew without bound (the atlas's d64 × 24 run: 3.8 GB after 150
-  // steps, against 1.2 GB with 2,000; docs/performance.md).
+  // steps, against 1.4 GB with 2,000; docs/performance.md).
   if (!std::getenv("GLIBC_TUNABLES"))
     setenv("GLIBC_TUNABLES",
            "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296:"
