@@ -25,6 +25,18 @@ def cut_bible(dest, counts):
     return dest
 
 
+def cut_moby(dest, counts):
+    """dest/{split}.txt: the first n lines of each split of data/default/moby-dick."""
+    os.makedirs(dest, exist_ok=True)
+    for split, n in counts.items():
+        with gzip.open(os.path.join(ROOT, "data", "default", "moby-dick", f"{split}.txt.gz"), "rt",
+                       encoding="utf-8") as f:
+            rows = [next(f) for _ in range(n)]
+        with open(os.path.join(dest, f"{split}.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(rows))
+    return dest
+
+
 def config_args(config, sets):
     """["--config", config, "--set", "k=v", …] for the {key: value} overrides `sets`."""
     return ["--config", config] + [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]

@@ -4,14 +4,13 @@ depths × 2 rates (+ the no-warm-up column, + a second seed at the shallowest de
 row limited to the rates around the best below; atlas.md / atlas.json / figures; a rerun does
 nothing; a fourth depth added later follows the third; bad input exits 2 with one line.
 Run: python3 tests/cli/test_atlas.py build/stx"""
-import gzip
 import json
 import os
 import re
 import sys
 import tempfile
 
-from checks import Checks, bad_input_problems, run_stx  # noqa: E402
+from checks import Checks, bad_input_problems, cut_moby, run_stx  # noqa: E402
 
 STX = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -19,14 +18,7 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1")
 check = Checks()
 
 with tempfile.TemporaryDirectory() as d:
-    corpus = os.path.join(d, "lm")
-    os.makedirs(corpus)
-    for split, n in (("train", 400), ("valid", 30)):
-        with gzip.open(os.path.join(ROOT, "data", "default", "moby-dick", f"{split}.txt.gz"), "rt",
-                       encoding="utf-8") as f:
-            rows = [next(f) for _ in range(n)]
-        with open(os.path.join(corpus, f"{split}.txt"), "w", encoding="utf-8") as f:
-            f.write("".join(rows))
+    corpus = cut_moby(os.path.join(d, "lm"), {"train": 400, "valid": 30})
     out = os.path.join(d, "atlas")
     args = ["experiment", "atlas", "--config", os.path.join(ROOT, "configs", "atlas.yaml"), "--out", out,
             "--set", f"data.corpus={corpus}", "--set", "model.d_model=32", "--set", "model.d_ff=64",

@@ -10,7 +10,6 @@ worker makes host A's stx exit 4 within train.dist_timeout_s, checkpoint_last in
 every loss equal to the uninterrupted two-host job's. The namespaces are always removed.
 Without root, `ip` or network namespaces: prints `SKIP: reason` and exits 0.
 Run: python3 tests/cli/test_two_host.py build/stx"""
-import gzip
 import ipaddress
 import json
 import os
@@ -22,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from checks import ROOT, Checks, metrics, wait_for_step  # noqa: E402
+from checks import ROOT, Checks, cut_moby, metrics, wait_for_step  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "ref"))
 import safetensors_io  # noqa: E402
@@ -275,14 +274,7 @@ def main():
 def run_checks(check, hosts, d):
     t_start = time.time()
     # A byte-level LM (no SentencePiece to train) on 400 lines of the embedded Moby-Dick.
-    corpus = os.path.join(d, "lm")
-    os.makedirs(corpus)
-    for split, n in (("train", 400), ("valid", 30)):
-        with gzip.open(os.path.join(ROOT, "data", "default", "moby-dick", f"{split}.txt.gz"), "rt",
-                       encoding="utf-8") as f:
-            rows = [next(f) for _ in range(n)]
-        with open(os.path.join(corpus, f"{split}.txt"), "w", encoding="utf-8") as f:
-            f.write("".join(rows))
+    corpus = cut_moby(os.path.join(d, "lm"), {"train": 400, "valid": 30})
     steps = 40
     tiny = ["--config", os.path.join(ROOT, "configs", "atlas.yaml"), "--set", f"data.corpus={corpus}",
             "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_heads=2",

@@ -37,18 +37,20 @@ void write_atomically(const std::string& path, const std::function<void(const st
   }
 }
 
+void write_file(const std::string& path, const std::string& text, bool append) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  if (fd < 0) throw_write_error(path, errno);
+  try {
+    write_all(fd, text.data(), text.size(), path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw_write_error(path, errno);
+}
+
 void write_text_atomically(const std::string& path, const std::string& text) {
-  write_atomically(path, [&](const std::string& tmp) {
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw_write_error(tmp, errno);
-    try {
-      write_all(fd, text.data(), text.size(), tmp);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    if (::close(fd) != 0) throw_write_error(tmp, errno);
-  });
+  write_atomically(path, [&](const std::string& tmp) { write_file(tmp, text, /*append=*/false); });
 }
 
 }  // namespace stx

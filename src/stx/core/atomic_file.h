@@ -17,6 +17,9 @@ void write_atomically(const std::string& path, const std::function<void(const st
 // write_atomically for a whole text, written with checked write(2) calls.
 void write_text_atomically(const std::string& path, const std::string& text);
 
+// Writes (or, with append, appends) text to path in place with checked write(2) calls.
+void write_file(const std::string& path, const std::string& text, bool append);
+
 // Writes all n bytes to fd (retrying short writes and EINTR); on failure throws the error of
 // throw_write_error for `path`.
 void write_all(int fd, const void* data, size_t n, const std::string& path);

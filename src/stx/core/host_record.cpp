@@ -1,9 +1,7 @@
 // stx/core/host_record.cpp — see host_record.h.
 #include "stx/core/host_record.h"
 
-#include <fcntl.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -43,16 +41,7 @@ nlohmann::json host_record() {
 void record_host(const std::string& path, const nlohmann::json& extra, bool resume) {
   auto h = host_record();
   h.update(extra);
-  const std::string line = h.dump() + "\n";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resume ? O_APPEND : O_TRUNC), 0644);
-  if (fd < 0) throw_write_error(path, errno);
-  try {
-    write_all(fd, line.data(), line.size(), path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  if (::close(fd) != 0) throw_write_error(path, errno);
+  write_file(path, h.dump() + "\n", /*append=*/resume);
 }
 
 }  // namespace stx
