@@ -30,12 +30,13 @@ with tempfile.TemporaryDirectory() as d:
     check("atlas runs to the end (exit 0)", r.returncode == 0, (r.stdout + r.stderr)[-1500:])
     j = json.load(open(os.path.join(out, "atlas.json"))) if os.path.exists(os.path.join(out, "atlas.json")) else {}
     runs = j.get("runs", [])
-    # 2 schemes × (depth 1: 2 rates × 2 seeds + nowarm; depth 2: 2 + nowarm; depth 3: 2 candidates)
-    check("every planned run is in atlas.json", len(runs) == 2 * (5 + 3 + 2), len(runs))
+    # 2 schemes × (depth 1: 2 rates × 2 seeds + nowarm; depth 2: the same; depth 3: 2 × 2 candidates)
+    check("every planned run is in atlas.json", len(runs) == 2 * (5 + 5 + 4), len(runs))
     ran = [x for x in runs if x["outcome"] in ("converged", "stalled", "diverged")]
     deep = [x for x in runs if x["depth"] == 3 and x["warmup"]]
-    check("depths 1 and 2 ran in full", all(x["outcome"] in ("converged", "stalled", "diverged")
-                                            for x in runs if x["depth"] < 3), [x["name"] for x in runs])
+    check("depths 1 and 2 ran in full (seed 0)", all(x["outcome"] in ("converged", "stalled", "diverged")
+                                                     for x in runs if x["depth"] < 3 and x["seed"] == 0),
+          [x["name"] for x in runs])
     for scheme in ("post", "pre"):
         below = [x for x in runs if x["scheme"] == scheme and x["depth"] == 2 and x["warmup"]]
         survived = any(x["outcome"] == "converged" and x["reading"]["final_bpb"] < j["unigram_entropy_bits"] - 0.1
@@ -75,6 +76,21 @@ with tempfile.TemporaryDirectory() as d:
     check("every run's reading has the diagnostics", all(
         x["reading"]["max_attn_logit"] is not None and x["reading"]["grad_reach"] is not None for x in ran),
         [x["name"] for x in ran if x["reading"]["max_attn_logit"] is None])
+    check("every run's reading keeps its training curve (step, bits) and the last gradient reach", all(
+        len(x["reading"].get("train_curve", [])) == 4 and x["reading"]["train_curve"][-1][0] == 20
+        and x["reading"].get("grad_reach_last") is not None for x in ran if x["outcome"] != "diverged"),
+        [(x["name"], x["reading"].get("train_curve")) for x in ran][:2])
+    for scheme in ("post", "pre"):  # neighbours 0: a second seed only at seed 0's best rate of its depth
+        for depth in (2, 3):
+            seed0 = [x for x in runs if x["scheme"] == scheme and x["depth"] == depth and x["seed"] == 0
+                     and x["warmup"] and x["outcome"] != "not-started"]
+            seed1 = [x for x in runs if x["scheme"] == scheme and x["depth"] == depth and x["seed"] == 1
+                     and x["outcome"] != "not-started"]
+            check(f"{scheme} at depth {depth}: seed 1 runs at most one rate, one that seed 0 ran",
+                  len(seed1) <= 1 and (len(seed1) == 1) == bool(seed0)
+                  and all(any(y["lr"] == x["lr"] for y in seed0) for x in seed1),
+                  [(x["name"], x["outcome"], x["skipped"]) for x in runs if x["scheme"] == scheme
+                   and x["depth"] == depth])
     r2 = run_stx(STX, args, env=ENV, timeout=300)
     check("a rerun has nothing left to do", r2.returncode == 0 and "started" not in r2.stdout, r2.stdout[-600:])
     # A copy without runs/ (what the repository keeps) carries on from atlas.json: nothing to redo.

@@ -25,14 +25,14 @@ std::set<std::string> own_keys(const AtlasPlan& p) {
   return k;
 }
 
-size_t nearest(const std::vector<double>& lrs, double lr) {
+}  // namespace
+
+size_t nearest_rate(const std::vector<double>& lrs, double lr) {
   size_t best = 0;
   for (size_t i = 1; i < lrs.size(); ++i)
     if (std::abs(std::log(lrs[i] / lr)) < std::abs(std::log(lrs[best] / lr))) best = i;
   return best;
 }
-
-}  // namespace
 
 std::vector<double> parse_rates(const std::string& text) {
   std::vector<double> out;
@@ -91,11 +91,13 @@ std::vector<AtlasRun> all_runs(const AtlasPlan& p) {
   for (size_t di = 0; di < p.depths.size(); ++di)
     for (auto& s : p.schemes) {
       for (size_t li = 0; li < p.lrs.size(); ++li)
-        for (int64_t k = 0; k < (di == 0 ? p.seeds : 1); ++k)
-          out.push_back({s, p.depths[di], static_cast<int64_t>(di), li, p.lrs[li], k, true, ""});
+        out.push_back({s, p.depths[di], static_cast<int64_t>(di), li, p.lrs[li], 0, true, ""});
       if (p.nowarm_lr > 0 && p.warmup > 0 && di < 2)
         out.push_back(
-            {s, p.depths[di], static_cast<int64_t>(di), nearest(p.lrs, p.nowarm_lr), p.nowarm_lr, 0, false, ""});
+            {s, p.depths[di], static_cast<int64_t>(di), nearest_rate(p.lrs, p.nowarm_lr), p.nowarm_lr, 0, false, ""});
+      for (int64_t k = 1; k < p.seeds; ++k)  // candidates: atlas_runner's rule_out keeps those near the best
+        for (size_t li = 0; li < p.lrs.size(); ++li)
+          out.push_back({s, p.depths[di], static_cast<int64_t>(di), li, p.lrs[li], k, true, ""});
     }
   for (auto& r : out) r.name = run_name(r);
   return out;

@@ -5,10 +5,13 @@
 //
 // Runs (DIR/runs/{scheme}-L{depth}-lr{lr}[-s{seed}][-nowarm]):
 //   - every scheme × depth × learning rate of the grid, seed 0 (the config's train.seed);
-//   - at the shallowest depth, seeds 1 … seeds−1 as well (train.seed + k): the seed spread;
+//   - seeds 1 … seeds−1 (train.seed + k) at every depth, on the rates within `neighbours` grid
+//     points of the scheme's best seed-0 rate at that depth (a scheme that learned at no rate
+//     there: the config's train.lr), and only where the seed-0 run ended: the seed spread of
+//     every cell a finding reads (docs/atlas.md#statistics);
 //   - per scheme at the first two depths, one run without warm-up at --nowarm-lr (Xiong et al.'s
 //     question);
-//   - from the third depth on, only the rates within `neighbours` grid points of the scheme's
+//   - from the third depth on, seed 0 runs only the rates within `neighbours` grid points of the scheme's
 //     best rate at the depth below ("the deepest rows may use the rates around each scheme's
 //     best"), and none when no run of the scheme learned there (it did not survive: it diverged
 //     or ended on the unigram plateau, atlas_summary.h).
@@ -31,7 +34,7 @@ struct AtlasPlan {
   std::vector<std::string> schemes;    // rows of the scheme table (stx sweep's)
   std::vector<int64_t> depths;         // increasing
   std::vector<double> lrs;             // increasing
-  int64_t seeds = 2;                   // at the shallowest depth
+  int64_t seeds = 2;                   // per cell that a finding reads (see above)
   int64_t steps = 0;                   // train.max_steps of every run
   int64_t warmup = 0;                  // train.warmup_steps of the warm-up runs
   double nowarm_lr = 0;                // the no-warm-up column's rate (0: none)
@@ -49,6 +52,8 @@ struct AtlasRun {
   std::string name;
 };
 
+// The index of the grid rate nearest to lr on a log scale.
+size_t nearest_rate(const std::vector<double>& lrs, double lr);
 std::vector<double> parse_rates(const std::string& text);  // "1e-4,3e-4,…", increasing, positive
 
 AtlasPlan make_plan(const std::string& config_path, const std::vector<std::string>& overrides,

@@ -29,6 +29,15 @@ std::optional<double> max_under(const nlohmann::json& j) {
   return m;
 }
 
+// ‖g‖ of the bottom decoder layer ÷ ‖g‖ of the top one on a training line.
+std::optional<double> grad_reach(const nlohmann::json& j) {
+  if (!j.contains("grad_norm_layer") || !j["grad_norm_layer"].contains("decoder")) return std::nullopt;
+  const auto& g = j["grad_norm_layer"]["decoder"];
+  if (!g.is_array() || g.empty() || !g.front().is_number() || !g.back().is_number() || !(g.back().get<double>() > 0))
+    return std::nullopt;
+  return g.front().get<double>() / g.back().get<double>();
+}
+
 double median3(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -71,15 +80,13 @@ Reading read_atlas(const std::vector<nlohmann::json>& records, const grid::RunRe
     sig["loss"].push_back({step, loss});
     if (!spike && best_loss && (!std::isfinite(loss) || loss > *best_loss + 1.0)) spike = step;
     if (std::isfinite(loss)) best_loss = best_loss ? std::min(*best_loss, loss) : loss;
+    out.train_curve.push_back({step, std::round(loss / std::log(2.0) * 1e4) / 1e4});
+    const auto reach = grad_reach(j);
+    if (reach) out.grad_reach_last = reach;
     if (first) {
       first = false;
       out.delta_f_early = number(j, "/delta_f");
-      if (j.contains("grad_norm_layer") && j["grad_norm_layer"].contains("decoder")) {
-        const auto& g = j["grad_norm_layer"]["decoder"];
-        if (g.is_array() && g.size() >= 1 && g.front().is_number() && g.back().is_number() &&
-            g.back().get<double>() > 0)
-          out.grad_reach = g.front().get<double>() / g.back().get<double>();
-      }
+      out.grad_reach = reach;
     }
   }
   if (r.outcome == grid::Outcome::Diverged)
@@ -104,14 +111,31 @@ Reading read_atlas(const std::vector<nlohmann::json>& records, const grid::RunRe
   return out;
 }
 
+namespace {
+// [[step, bits], …]; a non-finite loss is null (JSON has no NaN).
+nlohmann::json curve_json(const std::vector<std::pair<int64_t, double>>& c) {
+  auto a = nlohmann::json::array();
+  for (auto& [step, b] : c) a.push_back({step, std::isfinite(b) ? nlohmann::json(b) : nlohmann::json(nullptr)});
+  return a;
+}
+}  // namespace
+
 nlohmann::json to_json(const Reading& r) {
   auto opt = [](const auto& o) { return o ? nlohmann::json(*o) : nlohmann::json(nullptr); };
-  return {{"final_bpb", opt(r.final_bpb)},         {"max_attn_logit", opt(r.max_attn_logit)},
-          {"min_entropy", opt(r.min_entropy)},     {"log_z_first", opt(r.log_z_first)},
-          {"log_z_last", opt(r.log_z_last)},       {"log_z_max", opt(r.log_z_max)},
-          {"delta_f_early", opt(r.delta_f_early)}, {"grad_reach", opt(r.grad_reach)},
-          {"failure_step", opt(r.failure_step)},   {"failure", r.failure},
-          {"first_mover", r.first_mover},          {"first_mover_step", opt(r.first_mover_step)}};
+  return {{"final_bpb", opt(r.final_bpb)},
+          {"max_attn_logit", opt(r.max_attn_logit)},
+          {"min_entropy", opt(r.min_entropy)},
+          {"log_z_first", opt(r.log_z_first)},
+          {"log_z_last", opt(r.log_z_last)},
+          {"log_z_max", opt(r.log_z_max)},
+          {"delta_f_early", opt(r.delta_f_early)},
+          {"grad_reach", opt(r.grad_reach)},
+          {"grad_reach_last", opt(r.grad_reach_last)},
+          {"failure_step", opt(r.failure_step)},
+          {"failure", r.failure},
+          {"first_mover", r.first_mover},
+          {"first_mover_step", opt(r.first_mover_step)},
+          {"train_curve", curve_json(r.train_curve)}};
 }
 
 Reading reading_from_json(const nlohmann::json& j) {
@@ -124,7 +148,10 @@ Reading reading_from_json(const nlohmann::json& j) {
   };
   get("final_bpb", r.final_bpb), get("max_attn_logit", r.max_attn_logit), get("min_entropy", r.min_entropy);
   get("log_z_first", r.log_z_first), get("log_z_last", r.log_z_last), get("log_z_max", r.log_z_max);
-  get("delta_f_early", r.delta_f_early), get("grad_reach", r.grad_reach);
+  get("delta_f_early", r.delta_f_early), get("grad_reach", r.grad_reach), get("grad_reach_last", r.grad_reach_last);
+  for (auto& p : j.value("train_curve", nlohmann::json::array()))
+    if (p.is_array() && p.size() == 2 && p[0].is_number_integer())
+      r.train_curve.push_back({p[0].get<int64_t>(), p[1].is_number() ? p[1].get<double>() : NAN});
   get_int("failure_step", r.failure_step), get_int("first_mover_step", r.first_mover_step);
   r.failure = j.value("failure", ""), r.first_mover = j.value("first_mover", "");
   return r;

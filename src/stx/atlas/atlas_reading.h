@@ -9,6 +9,10 @@
 //                    training line, and the largest max over the run (output-logit divergence)
 //   delta_f_early    ‖ΔF‖ at the first training line (DeepNet §3)
 //   grad_reach       ‖g‖ of the bottom layer ÷ ‖g‖ of the top layer at the first training line
+//   grad_reach_last  the same at the last training line
+//   train_curve      [step, train loss / ln 2] of every training line (the logged means; 4
+//                    decimals): what the outcome rules read (grid/outcome.h), kept in atlas.json
+//                    so that a copy without run directories can reclassify
 //   first_mover      for a failed run (diverged, or a loss spike of ≥ 1 nat above the lowest loss
 //                    before it): the logged signal that left its early range first — loss,
 //                    grad_norm, attn_max_logit, log_z (max), delta_f_step, or attention entropy —
@@ -28,7 +32,8 @@ namespace stx::atlas {
 
 struct Reading {
   std::optional<double> final_bpb, max_attn_logit, min_entropy, log_z_first, log_z_last, log_z_max, delta_f_early,
-      grad_reach;
+      grad_reach, grad_reach_last;
+  std::vector<std::pair<int64_t, double>> train_curve;
   std::optional<int64_t> failure_step;
   std::string failure;  // "diverged (non-finite)", "loss spike", "stalled", ""
   std::string first_mover;

@@ -216,6 +216,7 @@ class Runner {
   // Why run e is not run now ("" to run it): deep rows follow the best rate of the depth below.
   std::string rule_out(const Entry& e) const {
     const auto& r = e.run;
+    if (r.seed > 0) return rule_out_seed(e);
     if (r.depth_index < 2) return "";
     const int64_t below = o_.plan.depths[r.depth_index - 1];
     std::optional<double> best;
@@ -238,6 +239,33 @@ class Runner {
     if (r.warmup && (r.lr_index < lo || r.lr_index > hi))
       return fmt::format("outside the best rate at {} layers ({:g}) ± {}", below, o_.plan.lrs[*best_i],
                          o_.plan.neighbours);
+    return "";
+  }
+
+  // Seeds 1, 2, … follow seed 0 at the same depth: the rates within `neighbours` grid points of its
+  // best (a scheme that learned at no rate: the config's rate), where the seed-0 run ended.
+  std::string rule_out_seed(const Entry& e) const {
+    const auto& r = e.run;
+    std::optional<double> best;
+    std::optional<size_t> best_i;
+    bool seed0_ended = false;
+    for (auto& x : entries_) {
+      if (x.run.scheme != r.scheme || x.run.depth != r.depth || !x.run.warmup || x.run.seed != 0) continue;
+      if (!x.result.ended()) {
+        const auto why = rule_out(x);
+        if (!why.empty() && why.rfind("waiting", 0) != 0) continue;
+        return fmt::format("waiting for {} at {} layers, seed 0, to end", r.scheme, r.depth);
+      }
+      seed0_ended |= x.run.lr_index == r.lr_index;
+      const auto l = loss_of(x);
+      if (learned(o_.plan, x) && (!best || *l < *best)) best = l, best_i = x.run.lr_index;
+    }
+    if (!seed0_ended) return fmt::format("seed 0 did not run {} at {} layers and this rate", r.scheme, r.depth);
+    const size_t centre = best_i ? *best_i : nearest_rate(o_.plan.lrs, o_.plan.base.train.lr);
+    const auto n = static_cast<size_t>(o_.plan.neighbours);
+    if (r.lr_index + n < centre || r.lr_index > centre + n)
+      return fmt::format("outside seed 0's {} rate at {} layers ({:g}) ± {}", best_i ? "best" : "configured", r.depth,
+                         o_.plan.lrs[centre], n);
     return "";
   }
 
