@@ -72,8 +72,8 @@ void register_experiment(Registry& reg) {
   sub->add_option("--lrs", o->lrs,
                   "atlas: learning rates, increasing (default 7 over 1e-4 … 1e-1; quick 1e-3,3e-3,1e-2)");
   sub->add_option("--seeds", o->seeds,
-                  "atlas: seeds per cell: seed 0 at every planned rate, the others at seed 0's best rate ± "
-                  "--neighbours, at every depth (default 2; quick 1)");
+                  "atlas: seeds per cell: seed 0 at every planned rate; the others at every rate of the shallowest "
+                  "depth and deeper at seed 0's best rate ± --neighbours (default 2; quick 1)");
   sub->add_option("--warmup", o->warmup, "atlas: warm-up steps (default: the config's train.warmup_steps)");
   sub->add_option("--nowarm-lr", o->nowarm_lr,
                   "atlas: the no-warm-up column's rate (default: the config's train.lr; 0: no such column)");

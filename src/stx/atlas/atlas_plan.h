@@ -5,10 +5,10 @@
 //
 // Runs (DIR/runs/{scheme}-L{depth}-lr{lr}[-s{seed}][-nowarm]):
 //   - every scheme × depth × learning rate of the grid, seed 0 (the config's train.seed);
-//   - seeds 1 … seeds−1 (train.seed + k) at every depth, on the rates within `neighbours` grid
-//     points of the scheme's best seed-0 rate at that depth (a scheme that learned at no rate
-//     there: the config's train.lr), and only where the seed-0 run ended: the seed spread of
-//     every cell a finding reads (docs/atlas.md#statistics);
+//   - seeds 1 … seeds−1 (train.seed + k): at the shallowest depth on every rate, deeper on the
+//     rates within `neighbours` grid points of the scheme's best seed-0 rate at that depth (a scheme that learned at no
+//     rate there: the config's train.lr), and only where the seed-0 run ended: the seed spread of every cell a finding
+//     reads (docs/atlas.md#statistics);
 //   - per scheme at the first two depths, one run without warm-up at --nowarm-lr (Xiong et al.'s
 //     question);
 //   - from the third depth on, seed 0 runs only the rates within `neighbours` grid points of the scheme's

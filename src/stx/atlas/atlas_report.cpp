@@ -40,6 +40,18 @@ std::string cell_text(const Cell& c) {
   return fmt::format("{:.3f} @ {:g}{}", *c.best_bpb, *c.best_lr, c.learned ? "" : " (plateau)");
 }
 
+// atlas.json with each run on one line (its training curve included): a run's change is one line
+// of the diff, and ~1,000 runs stay a few MB.
+std::string runs_one_per_line(nlohmann::json j) {
+  const auto runs = std::move(j["runs"]);
+  j.erase("runs");
+  std::string s = j.dump(1);
+  s.pop_back();  // the closing brace
+  s += ",\n \"runs\": [";
+  for (size_t i = 0; i < runs.size(); ++i) s += (i ? ",\n  " : "\n  ") + runs[i].dump();
+  return s + "\n ]\n}\n";
+}
+
 }  // namespace
 
 void write_report(const std::string& dir, const std::string& command, const AtlasPlan& p,
@@ -179,7 +191,7 @@ void write_report(const std::string& dir, const std::string& command, const Atla
     write_text_atomically(path, text);
   };
   put("atlas.md", md.str());
-  put("atlas.json", j.dump(1) + "\n");
+  put("atlas.json", runs_one_per_line(j));
 }
 
 }  // namespace stx::atlas

@@ -242,10 +242,12 @@ class Runner {
     return "";
   }
 
-  // Seeds 1, 2, … follow seed 0 at the same depth: the rates within `neighbours` grid points of its
-  // best (a scheme that learned at no rate: the config's rate), where the seed-0 run ended.
+  // Seeds 1, 2, … run every rate at the shallowest depth (the learning-rate sensitivity over the
+  // whole grid); deeper, they follow seed 0 at the same depth: the rates within `neighbours` grid
+  // points of its best (a scheme that learned at no rate: the config's rate), where it ended.
   std::string rule_out_seed(const Entry& e) const {
     const auto& r = e.run;
+    if (r.depth_index == 0) return "";
     std::optional<double> best;
     std::optional<size_t> best_i;
     bool seed0_ended = false;
