@@ -173,7 +173,7 @@ std::string corpus_dir(const DataConfig& d) {
   bool fetched = false;
   if (d.corpus == "bible-es-en" || d.corpus == "moby-dick") {
     dir = src + "/data/default/" + d.corpus;
-  } else if (d.corpus == "deen" || d.corpus == "lm") {
+  } else if (d.corpus == "deen" || d.corpus == "lm" || d.corpus == "python-stdlib") {
     dir = src + "/data/cache/" + d.corpus;
     fetched = true;
   } else {
@@ -182,13 +182,15 @@ std::string corpus_dir(const DataConfig& d) {
   const auto info = inspect_path(dir);
   if (info.kind != PathKind::Missing && info.kind != PathKind::Directory)
     throw InputError("data.corpus '" + d.corpus + "': cannot use '" + dir + "': " + path_problem(info, true) +
-                     " (allowed: bible-es-en, moby-dick, deen, lm, or a corpus directory)");
+                     " (allowed: bible-es-en, moby-dick, deen, lm, python-stdlib, or a corpus directory)");
   if (info.kind == PathKind::Missing) {
     std::string msg = "data.corpus '" + d.corpus + "': directory '" + dir + "' not found";
-    if (fetched)
+    if (d.corpus == "python-stdlib")
+      msg += "; run scripts/data/build-python-corpus.sh (scripts/setup.sh does) to build it";
+    else if (fetched)
       msg += "; run scripts/fetch-data.sh" + std::string(d.corpus == "deen" ? " --only deen" : " --only lm") +
              " to build it";
-    else msg += " (allowed: bible-es-en, moby-dick, deen, lm, or a corpus directory)";
+    else msg += " (allowed: bible-es-en, moby-dick, deen, lm, python-stdlib, or a corpus directory)";
     throw InputError(msg);
   }
   return dir;

@@ -18,9 +18,11 @@ std::vector<std::string> read_lines(const std::string& path);
 // Where data.corpus's files are. data.corpus is a name or a directory:
 //   bible-es-en, moby-dick  → <source>/data/default/NAME   (embedded, always present)
 //   deen, lm                → <source>/data/cache/NAME     (scripts/fetch-data.sh)
+//   python-stdlib           → <source>/data/cache/NAME     (scripts/data/build-python-corpus.sh,
+//                                                           run by scripts/setup.sh)
 //   anything else           → a directory path
-// A missing directory is an InputError that names it and, for deen/lm, says to run
-// scripts/fetch-data.sh.
+// A missing directory is an InputError that names it and, for deen/lm/python-stdlib, the
+// script that builds it.
 std::string corpus_dir(const DataConfig& d);
 
 struct CorpusFiles {
