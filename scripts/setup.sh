@@ -13,6 +13,12 @@ PKGS=(
   sentencepiece libsentencepiece-dev zlib1g-dev
   python3 python3-venv
 )
+# Debian packages whose exact version is data: data/cache/python-stdlib (docs/data.md §5) is the
+# text of their .py files, so it is built only from this version (scripts/data/build-python-corpus.sh
+# checks the same PINNED). Installed by name when missing (python3 needs them anyway); a machine
+# with another version keeps it — setup does not up- or downgrade the system's Python, and
+# Debian's archive carries only the current point release — and goes without that one corpus.
+PINNED=(libpython3.11-stdlib=3.11.2-6+deb12u6 libpython3.11-minimal=3.11.2-6+deb12u6)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 # fairscale 0.4.0 is a source distribution: it is built with these, pinned, not with whatever
@@ -37,11 +43,11 @@ cuda_check() {
 
 debian_install() {
   local missing=() p
-  for p in "${PKGS[@]}"; do
+  for p in "${PKGS[@]}" "${PINNED[@]%%=*}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    echo "setup: all ${#PKGS[@]} Debian packages present"
+    echo "setup: all $((${#PKGS[@]} + ${#PINNED[@]})) Debian packages present"
     return
   fi
   local sudo=""
@@ -72,6 +78,20 @@ venv_install() {
   "$VENV/bin/python3" -c "import torch; print('setup: .venv has torch', torch.__version__)"
 }
 
+python_corpus() {
+  # The Python standard library corpus: about a second to build, "up to date" after. Exit 2 is
+  # a version other than the pinned one (the script says which): everything but
+  # configs/atlas-python.yaml works without it.
+  local rc=0
+  bash "$ROOT/scripts/data/build-python-corpus.sh" || rc=$?
+  if [ "$rc" -eq 2 ]; then
+    echo "setup: data/cache/python-stdlib not built (configs/atlas-python.yaml needs it; docs/data.md §5)"
+  elif [ "$rc" -ne 0 ]; then
+    exit "$rc"
+  fi
+}
+
 cuda_check
 debian_install
 venv_install
+python_corpus
