@@ -9,10 +9,9 @@ package's md5sums, so a locally edited file stops the build). stx reads one segm
 cannot carry a newline inside a segment (src/stx/data/corpus.cpp splits on '\\n' only), so a
 source line break inside a segment is written as one vertical-tab byte (U+000B, `\\v`): one byte
 for one byte, so bits per byte on this corpus are bits per byte of the source, and
-`segment.splitlines()` or `tr '\\v' '\\n'` gives the source lines back. A segment is a run of
-consecutive blank-line-separated blocks of one file, closed at the first blank line once it
-holds at least MIN_SEGMENT bytes: the length distribution of Moby-Dick's paragraphs
-(docs/data.md §1). Splits are by whole file, ranked by sha256 of the file's path relative to
+`tr '\\v' '\\n'` gives the source lines back. A segment is a run of consecutive
+blank-line-separated blocks of one file, closed at the first blank line once it holds at least
+MIN_SEGMENT bytes: the length distribution of Moby-Dick's paragraphs (docs/data.md §1). Splits are by whole file, ranked by sha256 of the file's path relative to
 /usr/lib/python3.11.
 
   python_stdlib.py --out DIR --pinned VERSION [--stamp TEXT]        the installed packages

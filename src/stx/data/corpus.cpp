@@ -1,6 +1,6 @@
 // stx/data/corpus.cpp — see corpus.h. Reading plain and gzip line files (zlib: gzopen/gzread,
 // corruption and truncation from gzerror/gzclose_r), UTF-8 validation (RFC 3629: no overlong
-// forms, no surrogates, nothing above U+10FFFF), and the corpus layout of docs/data.md §1, §3, §4.
+// forms, no surrogates, nothing above U+10FFFF), and the corpus layout of docs/data.md §1, §3, §4, §5.
 #include "stx/data/corpus.h"
 
 #include <zlib.h>
