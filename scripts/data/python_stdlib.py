@@ -11,8 +11,8 @@ source line break inside a segment is written as one vertical-tab byte (U+000B, 
 for one byte, so bits per byte on this corpus are bits per byte of the source, and
 `tr '\\v' '\\n'` gives the source lines back. A segment is a run of consecutive
 blank-line-separated blocks of one file, closed at the first blank line once it holds at least
-MIN_SEGMENT bytes: the length distribution of Moby-Dick's paragraphs (docs/data.md §1). Splits are by whole file, ranked by sha256 of the file's path relative to
-/usr/lib/python3.11.
+MIN_SEGMENT bytes: the length distribution of Moby-Dick's paragraphs (docs/data.md §1). Splits
+are by whole file, ranked by sha256 of the file's path relative to /usr/lib/python3.11.
 
   python_stdlib.py --out DIR --pinned VERSION [--stamp TEXT]        the installed packages
   python_stdlib.py --out DIR --root TREE --pinned LABEL [targets]   any tree of .py files (tests)
@@ -186,8 +186,8 @@ def unigram_entropy_bits(segs):
 def readme(a, versions, counts, excl, splits, files, ent):
     total_gz = sum(f["gz_bytes"] for f in files.values())
     rows = "\n".join(
-        f"| `{name}` | {f['lines']:,} | {f['text_bytes']:,} | {f['gz_bytes']:,} | `{f['sha256']}` | `{f['text_sha256']}` |"
-        for name, f in files.items())
+        f"| `{name}` | {f['lines']:,} | {f['text_bytes']:,} | {f['gz_bytes']:,} | `{f['sha256']}` "
+        f"| `{f['text_sha256']}` |" for name, f in files.items())
     pk = "\n".join(f"- `{p}` {v}" for p, v in versions)
     ex = "\n".join(f"| {why} | {n:,} | {b:,} |" for why, (n, b) in sorted(excl.items()))
     sp = "\n".join(
@@ -225,7 +225,8 @@ on zlib (Debian 12's zlib1g).
 
 ## Selection and splits
 
-{counts['listed']:,} `.py` files listed by the packages ({counts['listed_bytes']:,} bytes), {counts['links']} symbolic link(s) skipped.
+{counts['listed']:,} `.py` files listed by the packages ({counts['listed_bytes']:,} bytes),
+{counts['links']} symbolic link(s) skipped.
 
 | excluded | files | bytes |
 |---|---|---|
@@ -234,8 +235,8 @@ on zlib (Debian 12's zlib1g).
 Files ranked by sha256 of their path relative to `/usr/lib/python3.11`: test and then valid
 take files of at most {a.heldout_max_file:,} bytes until each has {a.heldout_target:,} bytes of
 text, train the next files of any size until it has {a.train_target:,}; the remaining files
-are not used (all {sum(d[2] for s in splits.values() for d in s):,} bytes would be many times Moby-Dick's train text). `files.tsv` lists
-every used file with its split.
+are not used (all {sum(d[2] for s in splits.values() for d in s):,} bytes would be many times
+Moby-Dick's train text). `files.tsv` lists every used file with its split.
 
 | split | files | segments | text bytes |
 |---|---|---|---|

@@ -144,9 +144,9 @@ def real_part(tmp):
     size = {s: os.path.getsize(os.path.join(outs[0], s + ".txt.gz")) for s in ("train", "valid", "test")}
     segs = {s: lines(os.path.join(outs[0], s + ".txt.gz")) for s in ("train", "valid", "test")}
     text = {s: sum(len(l.encode()) + 1 for l in v) for s, v in segs.items()}
+    share = {s: text[s] / sum(text.values()) for s in text}
     check("sizes: train 1.5-3 MB of text, valid and test 4-7 % each",
-          1.5e6 <= text["train"] <= 3e6 and all(0.04 <= text[s] / sum(text.values()) <= 0.07 for s in ("valid", "test")),
-          str(text))
+          1.5e6 <= text["train"] <= 3e6 and all(0.04 <= share[s] <= 0.07 for s in ("valid", "test")), str(text))
     bad = [l[:60] for v in segs.values() for l in v if not l.strip() or l.startswith("\v") or l.endswith("\v")]
     check("every line a segment: not blank, no separator at either end", not bad, repr(bad[:3]))
     r = subprocess.run(["bash", BUILD, "--out", outs[0]], capture_output=True, text=True)
