@@ -47,6 +47,7 @@ enum class OptimizerKind { Adam, AdamW, SGD };              // train.optimizer: 
 enum class ScheduleKind { InverseSqrt, Cosine, Constant };  // train.schedule: inverse-sqrt | cosine | constant
 enum class OnDivergence { Stop, Skip, Rollback };           // train.on_divergence: stop | skip | rollback
 enum class DeviceKind { CPU, CUDA };                        // train.device: cpu | cuda
+enum class DType { Float32, Float64 };                      // train.dtype: float32 | float64
 
 struct ModelConfig {
   Arch arch = Arch::EncoderDecoder;
@@ -112,6 +113,7 @@ struct TrainConfig {
   bool doctor = false;  // stx doctor's verdict and watch in every training line (docs/doctor.md)
   OnDivergence on_divergence = OnDivergence::Stop;
   DeviceKind device = DeviceKind::CPU;
+  DType dtype = DType::Float32;        // parameters, optimizer state and activations (float64: an ablation of rounding)
   int64_t update_freq = 1;             // batches per update (gradient accumulation)
   int64_t spike_window = 100;          // divergence guard: losses in the z-score window
   double spike_zscore = 8.0;           // a loss this many standard deviations above the window mean is a spike (0: off)
@@ -155,5 +157,6 @@ std::string to_string(OptimizerKind);
 std::string to_string(ScheduleKind);
 std::string to_string(OnDivergence);
 std::string to_string(DeviceKind);
+std::string to_string(DType);
 
 }  // namespace stx

@@ -110,6 +110,7 @@ const EnumNames<ScheduleKind> kSchedule{{{"inverse-sqrt", ScheduleKind::InverseS
 const EnumNames<OnDivergence> kOnDivergence{
     {{"stop", OnDivergence::Stop}, {"skip", OnDivergence::Skip}, {"rollback", OnDivergence::Rollback}}};
 const EnumNames<DeviceKind> kDevice{{{"cpu", DeviceKind::CPU}, {"cuda", DeviceKind::CUDA}}};
+const EnumNames<DType> kDType{{{"float32", DType::Float32}, {"float64", DType::Float64}}};
 
 Key int_key(const std::string& name, int64_t& v) {
   const std::string allowed = "an integer";
@@ -215,6 +216,7 @@ std::vector<Key> keys_of(Config& c) {
       bool_key("train.doctor", t.doctor),
       enum_key("train.on_divergence", t.on_divergence, kOnDivergence),
       enum_key("train.device", t.device, kDevice),
+      enum_key("train.dtype", t.dtype, kDType),
       int_key("train.update_freq", t.update_freq),
       int_key("train.spike_window", t.spike_window),
       real_key("train.spike_zscore", t.spike_zscore),
@@ -293,6 +295,7 @@ std::string to_string(OptimizerKind v) { return kOptimizer.name(v); }
 std::string to_string(ScheduleKind v) { return kSchedule.name(v); }
 std::string to_string(OnDivergence v) { return kOnDivergence.name(v); }
 std::string to_string(DeviceKind v) { return kDevice.name(v); }
+std::string to_string(DType v) { return kDType.name(v); }
 
 OptimizerKind parse_optimizer(const std::string& name) { return kOptimizer.parse("train.optimizer", name); }
 

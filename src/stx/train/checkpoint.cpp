@@ -37,7 +37,9 @@ std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<s
 void save_checkpoint(const std::string& path, TransformerImpl& model, const Optimizer& opt, const Config& cfg,
                      const nlohmann::json& train_state, const std::vector<torch::Tensor>& rank_rngs) {
   NamedTensors out;
-  for (auto& [name, t] : model.state()) out.emplace_back("model." + name, t.detach().to(torch::kCPU, torch::kFloat32));
+  for (auto& [name, t] : model.state())  // float64 runs (train.dtype) keep their precision across a resume
+    out.emplace_back("model." + name, t.detach().to(torch::kCPU, t.scalar_type() == torch::kFloat64 ? torch::kFloat64
+                                                                                                    : torch::kFloat32));
   for (auto& nt : opt.state()) out.push_back(nt);
   {
     auto gen = at::detail::getDefaultCPUGenerator();

@@ -104,25 +104,26 @@ MemoryEstimate estimate_memory(const Config& cfg, double resident) {
   const double embeddings = V * d * (m.tie_embeddings ? 1 : stacks + 1) +
                             (m.positions == Positions::Learned ? stacks * static_cast<double>(m.max_len) * d : 0);
 
+  const double w = t.dtype == DType::Float64 ? 8 : 4;  // bytes per value
   MemoryEstimate e;
   e.checkpointing = t.checkpoint_activations;
   e.resident = resident;
   e.params = embeddings + Le * layer_params(d, ff, m.bias, false) + Ld * layer_params(d, ff, m.bias, cross);
-  e.state = e.params * (t.optimizer == OptimizerKind::SGD ? (t.momentum > 0 ? 12 : 8) : 16);
+  e.state = e.params * w * (t.optimizer == OptimizerKind::SGD ? (t.momentum > 0 ? 3 : 2) : 4);
   const double per_layer = kPerD * d + kPerFF * ff + kPerAttention * h * n;  // values per token
   const double layers = Le + Ld * (cross ? 1.5 : 1.0);                       // cross-attention: half a layer more
-  e.activations = 4 * T * layers * per_layer;
-  e.activations_checkpointed = 4 * T * (layers * kCheckpointed * d + per_layer);
-  e.logits = 4 * T * V * kPerLogit;
+  e.activations = w * T * layers * per_layer;
+  e.activations_checkpointed = w * T * (layers * kCheckpointed * d + per_layer);
+  e.logits = w * T * V * kPerLogit;
   const double probe_tokens = static_cast<double>(t.probe_sentences) * n;
-  e.probe = 4 * probe_tokens * (layers * (kProbeD * d + kProbeAttention * h * n) + V);
-  e.fixed = resident + 4 * stacks * static_cast<double>(m.max_len) * d;
+  e.probe = w * probe_tokens * (layers * (kProbeD * d + kProbeAttention * h * n) + V);
+  e.fixed = resident + w * stacks * static_cast<double>(m.max_len) * d;
   e.layers = Le + Ld;
   if (e.layers > 0) {
     const double layer_state = e.state * (e.params - embeddings) / e.params;
-    const double probe_layers = 4 * probe_tokens * layers * (kProbeD * d + kProbeAttention * h * n);
+    const double probe_layers = w * probe_tokens * layers * (kProbeD * d + kProbeAttention * h * n);
     e.per_layer =
-        (layer_state + (e.checkpointing ? 4 * T * layers * kCheckpointed * d : e.activations) + probe_layers) /
+        (layer_state + (e.checkpointing ? w * T * layers * kCheckpointed * d : e.activations) + probe_layers) /
         e.layers;
   }
   return e;

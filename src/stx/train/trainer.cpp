@@ -165,7 +165,7 @@ void Trainer::build_model() {
   initialize(*model_, static_cast<uint64_t>(cfg_.train.seed));  // on the CPU: the same θ₀ on any device
   if (cfg_.model.scheme == Scheme::Admin && !o_.resume)         // Admin's ω on the first batch (admin_start.h)
     profile_admin_at_start(*model_, *data_->train, dir_.dir(), main(), o_.quiet);
-  model_->to(device_);
+  model_->to(device_, cfg_.train.dtype == DType::Float64 ? torch::kFloat64 : torch::kFloat32);
   model_->set_checkpoint_activations(cfg_.train.checkpoint_activations);
   for (auto* t : {&data_->probe.src, &data_->probe.tgt_in, &data_->probe_src_mask, &data_->probe_tgt_mask})
     if (t->defined()) *t = t->to(device_);
