@@ -173,7 +173,7 @@ def split_files(docs, heldout_target, heldout_max_file, train_target):
 
 def unigram_entropy_bits(segs):
     """Bits per byte of the byte unigram distribution of a split, as stx's atlas computes it
-    (src/stx/atlas/atlas_summary.cpp: unigram_entropy_bits): every byte of every line, plus one
+    (`unigram_entropy_bits`: src/stx/data/unigram.h, src/stx/atlas/atlas_summary.cpp): every byte of every line, plus one
     end-of-sequence token per line."""
     count = collections.Counter()
     for s in segs:
@@ -243,7 +243,7 @@ Moby-Dick's train text). `files.tsv` lists every used file with its split.
 {sp}
 
 Unigram entropy of train (bytes and one end-of-sequence per line, as
-`unigram_entropy_bits` of src/stx/atlas/atlas_summary.cpp): {ent:.3f} bits/byte.
+stx's `unigram_entropy_bits`): {ent:.3f} bits/byte.
 """
 
 
