@@ -172,9 +172,9 @@ def split_files(docs, heldout_target, heldout_max_file, train_target):
 
 
 def unigram_entropy_bits(segs):
-    """Bits per byte of the byte unigram distribution of a split, as stx's atlas computes it
-    (`unigram_entropy_bits`: src/stx/data/unigram.h, src/stx/atlas/atlas_summary.cpp): every byte of every line, plus one
-    end-of-sequence token per line."""
+    """Bits per byte of the byte unigram distribution of a split, as stx computes it
+    (`unigram_entropy_bits`: src/stx/data/unigram.h, src/stx/atlas/atlas_summary.cpp): every
+    byte of every line, plus one end-of-sequence token per line."""
     count = collections.Counter()
     for s in segs:
         count.update(s.encode("utf-8"))
