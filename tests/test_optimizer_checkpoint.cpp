@@ -395,6 +395,8 @@ TEST(OptimizerParity, MatchesTorchOptim) {
     t.eps = c["eps"];
     t.weight_decay = c["weight_decay"];
     t.momentum = c["momentum"];
+    if (c.value("weight_decay_mode", "coupled") == "independent")
+      t.weight_decay_mode = WeightDecayMode::Independent, t.lr = c["peak_lr"];
     NamedTensors params;
     for (const std::string p : c["params"])
       params.emplace_back(p, get(name + ".init." + p).clone().requires_grad_(true));

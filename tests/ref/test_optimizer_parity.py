@@ -34,6 +34,10 @@ CASES = [
     dict(name="adam", optimizer="adam", betas=[0.9, 0.98], eps=1e-8, weight_decay=1e-2, momentum=0.0),
     dict(name="adam_nowd", optimizer="adam", betas=[0.9, 0.999], eps=1e-6, weight_decay=0.0, momentum=0.0),
     dict(name="adamw", optimizer="adamw", betas=[0.9, 0.98], eps=1e-8, weight_decay=0.1, momentum=0.0),
+    # AdamW with decay independent of the rate (train.weight_decay_mode independent, peak rate
+    # train.lr = LR_PEAK): torch.optim.AdamW with weight_decay λ/LR_PEAK decays by 1 − η_t·λ/LR_PEAK.
+    dict(name="adamw_independent", optimizer="adamw", betas=[0.9, 0.95], eps=1e-8, weight_decay=0.1, momentum=0.0,
+         weight_decay_mode="independent", peak_lr=2e-2),
     dict(name="sgd", optimizer="sgd", betas=[0.9, 0.98], eps=1e-8, weight_decay=1e-2, momentum=0.9),
     dict(name="sgd_plain", optimizer="sgd", betas=[0.9, 0.98], eps=1e-8, weight_decay=0.0, momentum=0.0),
 ]
@@ -44,8 +48,11 @@ def torch_optimizer(case, params):
         return torch.optim.Adam(params, lr=LRS[0], betas=tuple(case["betas"]), eps=case["eps"],
                                 weight_decay=case["weight_decay"], foreach=False)
     if case["optimizer"] == "adamw":
+        wd = case["weight_decay"]
+        if case.get("weight_decay_mode") == "independent":
+            wd = wd / case["peak_lr"]
         return torch.optim.AdamW(params, lr=LRS[0], betas=tuple(case["betas"]), eps=case["eps"],
-                                 weight_decay=case["weight_decay"], foreach=False)
+                                 weight_decay=wd, foreach=False)
     return torch.optim.SGD(params, lr=LRS[0], momentum=case["momentum"],
                            weight_decay=case["weight_decay"], foreach=False)
 

@@ -44,6 +44,7 @@ enum class GammaInit { Sigma, One };
 enum class Task { Translation, LM };                        // data.task: translation | lm
 enum class TokenizerKind { SentencePiece, Bytes };          // data.tokenizer: spm | bytes (data/tokens.h)
 enum class OptimizerKind { Adam, AdamW, SGD };              // train.optimizer: adam | adamw | sgd
+enum class WeightDecayMode { Coupled, Independent };        // train.weight_decay_mode: coupled | independent
 enum class ScheduleKind { InverseSqrt, Cosine, Constant };  // train.schedule: inverse-sqrt | cosine | constant
 enum class OnDivergence { Stop, Skip, Rollback };           // train.on_divergence: stop | skip | rollback
 enum class DeviceKind { CPU, CUDA };                        // train.device: cpu | cuda
@@ -97,6 +98,9 @@ struct TrainConfig {
   std::array<double, 2> betas{0.9, 0.98};
   double eps = 1e-8;
   double weight_decay = 1e-4;
+  // AdamW's decay per step: coupled p ← p·(1 − η_t·λ) (torch.optim.AdamW); independent
+  // p ← p·(1 − (η_t/η)·λ), the schedule's factor only (Loshchilov & Hutter 2019; Wortsman et al. 2023 §3.2.2)
+  WeightDecayMode weight_decay_mode = WeightDecayMode::Coupled;
   double momentum = 0.9;
   ScheduleKind schedule = ScheduleKind::InverseSqrt;
   int64_t warmup_steps = 4000;

@@ -110,6 +110,8 @@ const EnumNames<ScheduleKind> kSchedule{{{"inverse-sqrt", ScheduleKind::InverseS
 const EnumNames<OnDivergence> kOnDivergence{
     {{"stop", OnDivergence::Stop}, {"skip", OnDivergence::Skip}, {"rollback", OnDivergence::Rollback}}};
 const EnumNames<DeviceKind> kDevice{{{"cpu", DeviceKind::CPU}, {"cuda", DeviceKind::CUDA}}};
+const EnumNames<WeightDecayMode> kWeightDecayMode{
+    {{"coupled", WeightDecayMode::Coupled}, {"independent", WeightDecayMode::Independent}}};
 const EnumNames<DType> kDType{{{"float32", DType::Float32}, {"float64", DType::Float64}}};
 
 Key int_key(const std::string& name, int64_t& v) {
@@ -200,6 +202,7 @@ std::vector<Key> keys_of(Config& c) {
       pair_key("train.betas", t.betas),
       real_key("train.eps", t.eps),
       real_key("train.weight_decay", t.weight_decay),
+      enum_key("train.weight_decay_mode", t.weight_decay_mode, kWeightDecayMode),
       real_key("train.momentum", t.momentum),
       enum_key("train.schedule", t.schedule, kSchedule),
       int_key("train.warmup_steps", t.warmup_steps),

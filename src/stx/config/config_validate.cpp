@@ -87,6 +87,9 @@ void validate(const Config& c) {
     if (t.betas[i] < 0 || t.betas[i] >= 1) fail("train.betas", as_written(t.betas[i]), "each must be in [0, 1)");
   if (!(t.eps > 0)) fail("train.eps", as_written(t.eps), "must be > 0");
   if (t.weight_decay < 0) fail("train.weight_decay", as_written(t.weight_decay), "must be ≥ 0");
+  if (t.weight_decay_mode == WeightDecayMode::Independent && t.optimizer != OptimizerKind::AdamW)
+    fail("train.weight_decay_mode", "independent",
+         "applies to train.optimizer adamw (decoupled decay); adam and sgd add λ·p to the gradient (use coupled)");
   if (t.momentum < 0 || t.momentum >= 1) fail("train.momentum", as_written(t.momentum), "must be in [0, 1)");
   if (t.warmup_steps < 0) fail("train.warmup_steps", as_written(t.warmup_steps), "must be ≥ 0");
   positive("train.max_steps", t.max_steps);

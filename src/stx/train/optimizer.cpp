@@ -2,7 +2,8 @@
 // single-tensor loops (foreach=False, amsgrad=False, maximize=False; the default on the CPU):
 //   adam.py  _single_tensor_adam    g ← g + wd·p; m ← lerp(m, g, 1−β1); v ← β2·v + (1−β2)·g·g;
 //                                   p ← p − (lr/(1−β1ᵗ)) · m / (√v/√(1−β2ᵗ) + ε)
-//            AdamW (decoupled)      p ← p·(1 − lr·wd), then the same moments and update with g
+//            AdamW (decoupled)      p ← p·(1 − lr·wd), then the same moments and update with g;
+//                                   train.weight_decay_mode independent: p ← p·(1 − lr·(wd/train.lr))
 //   sgd.py   _single_tensor_sgd     d ← g + wd·p; b ← μ·b + d (b ← d at the first step); p ← p − lr·b
 // The same in-place ATen kernels with the same scalars in the same order give the same float32
 // bits as torch.optim (tests/ref/test_optimizer_parity.py). Scratch tensors are allocated once.
@@ -116,12 +117,15 @@ void Optimizer::update_one(const torch::Tensor& p, const torch::Tensor& g0, cons
                            const torch::Tensor& v, torch::Tensor decayed, torch::Tensor denom, double lr,
                            double step_size, double bias_correction2_sqrt) {
   const double wd = t_.weight_decay;
+  // AdamW's decay rate this step: lr·wd, or lr·(wd/η) when it follows the schedule alone (the
+  // product in torch.optim.AdamW's order for weight_decay = wd/η).
+  const double decay = lr * (t_.weight_decay_mode == WeightDecayMode::Independent ? wd / t_.lr : wd);
   if (kind_ != Kind::SGD && adam_fused_available(p) && adam_fused_available(g0) && adam_fused_available(m) &&
       adam_fused_available(v)) {
     const auto f = [](double x) { return static_cast<float>(x); };
     AdamCoefficients c{f(t_.betas[0]), f(1 - t_.betas[0]), f(t_.betas[1]),          f(1 - t_.betas[1]),
                        f(t_.eps),      f(step_size),       f(bias_correction2_sqrt)};
-    if (kind_ == Kind::AdamW) c.decay = f(1 - lr * wd);
+    if (kind_ == Kind::AdamW) c.decay = f(1 - decay);
     else c.l2 = f(wd);
     torch::Tensor pp = p, mm = m, vv = v;
     adam_update(pp, g0, mm, vv, c);  // the steps below in one pass (kernels/adam.h)
@@ -142,7 +146,7 @@ void Optimizer::update_one(const torch::Tensor& p, const torch::Tensor& g0, cons
     p.add_(d, -lr);
     return;
   }
-  if (kind_ == Kind::AdamW && wd != 0) p.mul_(1 - lr * wd);
+  if (kind_ == Kind::AdamW && wd != 0) p.mul_(1 - decay);
   m.lerp_(g, 1 - t_.betas[0]);
   v.mul_(t_.betas[1]).addcmul_(g, g, 1 - t_.betas[1]);
   at::sqrt_out(denom, v);  // (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)

@@ -1,7 +1,10 @@
-"""train.dtype: float64 trains parameters, optimizer state and activations in double (the atlas's
-rounding ablation, docs/atlas.md question 4): it runs, differs from float32 only by rounding,
-keeps float64 across a checkpoint, resumes exactly, and a bad value exits 2 with one line.
-Run: python3 tests/cli/test_dtype.py build/stx"""
+"""The keys of the atlas's ablations (docs/atlas.md, questions 4 and 5), end to end.
+train.dtype: float64 trains parameters, optimizer state and activations in double: it runs,
+differs from float32 only by rounding, keeps float64 across a checkpoint, resumes exactly.
+train.weight_decay_mode: independent decays by the schedule's factor only (its update is checked
+bit for bit against torch.optim.AdamW in tests/ref/test_optimizer_parity.py): it trains, differs
+from coupled decay, and is refused for Adam and SGD. Bad values exit 2 with one line.
+Run: python3 tests/cli/test_ablation_keys.py build/stx"""
 import json
 import os
 import shutil
@@ -66,4 +69,17 @@ with tempfile.TemporaryDirectory() as d:
     problems = bad_input_problems(bad, ["train.dtype", "float32", "float64"])
     check("train.dtype=float16: exit 2, one line naming the key and the allowed values", not problems, problems)
     check("... and no run directory written", not os.path.exists(os.path.join(d, "bad", "metrics.jsonl")))
+    ri = run_stx(STX, base + ["--out", os.path.join(d, "ind"), "--set", "train.weight_decay_mode=independent"],
+                 env=ENV)
+    li = losses(os.path.join(d, "ind")) if ri.returncode == 0 else {}
+    check("independent weight decay trains and differs from coupled decay after the first update",
+          ri.returncode == 0 and li.get(5) is not None and li[20] != a[20], (ri.stderr[-300:], li, a))
+    for opt in ("adam", "sgd"):
+        bad = run_stx(STX, base + ["--out", os.path.join(d, "bad"), "--set", f"train.optimizer={opt}",
+                                   "--set", "train.weight_decay_mode=independent"], env=ENV)
+        problems = bad_input_problems(bad, ["train.weight_decay_mode", "adamw"])
+        check(f"weight_decay_mode independent with {opt}: exit 2, one line naming adamw", not problems, problems)
+    bad = run_stx(STX, base + ["--out", os.path.join(d, "bad"), "--set", "train.weight_decay_mode=decoupled"], env=ENV)
+    problems = bad_input_problems(bad, ["train.weight_decay_mode", "coupled", "independent"])
+    check("weight_decay_mode=decoupled: exit 2, one line naming the allowed values", not problems, problems)
 check.finish()
