@@ -1,7 +1,8 @@
 // Unit tests of the atlas map's cells (atlas/atlas_map.h): which mark each seed-0 run gets —
-// learned with its loss, did not learn (plateau or stall), diverged, spiked, ended without a
-// reading, still to run (waiting for the depth below included) — which runs are left blank
-// (ruled out, other seeds), where each lands, and which cell is framed as the best.
+// learned with its loss, did not learn (plateau, or labelled stalls), stopped by the divergence
+// guard, spiked, ended without a reading, still to run (waiting for the depth below included) —
+// which runs are left blank (ruled out, other seeds), where each lands, and which cell is framed
+// as the best.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@ Entry run(const std::string& scheme, int64_t depth, size_t lr_index, grid::Outco
   Entry e;
   e.run.scheme = scheme, e.run.depth = depth, e.run.lr_index = lr_index, e.run.warmup = warmup, e.run.seed = seed;
   e.result.outcome = o;
+  e.result.guard_stop = o == grid::Outcome::Diverges;  // these diverge by the guard
   e.reading.final_bpb = bpb;
   return e;
 }
@@ -34,22 +36,22 @@ TEST(AtlasMap, EachRunGetsTheMarkOfWhatBecameOfIt) {
   p.lrs = {1e-3, 1e-2, 1e-1};
   using O = grid::Outcome;
   std::vector<Entry> es;
-  es.push_back(run("pre", 6, 0, O::Converged, 2.9));                     // x 0: learned
-  es.push_back(run("pre", 6, 1, O::Converged, 2.6));                     // x 1: learned, the best
-  es.push_back(run("pre", 6, 2, O::Diverged, std::nullopt));             // x 2: diverged
-  es.push_back(run("pre", 6, 1, O::Converged, 2.5, /*warmup=*/false));   // x 3: no warm-up, not framed
-  es.push_back(run("pre", 6, 1, O::Converged, 2.55, true, /*seed=*/1));  // another seed: not drawn
-  es.push_back(run("post", 6, 0, O::Converged, 4.85));                   // on the plateau (unigram 4.9)
-  es.push_back(run("post", 6, 1, O::Stalled, std::nullopt));             // stalled without a reading
-  es.push_back(run("post", 6, 2, O::Converged, std::nullopt));           // ended, no validation line
-  es.push_back(run("post", 24, 0, O::Converged, 3.1));                   // x 5 (after the gap)
+  es.push_back(run("pre", 6, 0, O::Trains, 2.9));                     // x 0: learned
+  es.push_back(run("pre", 6, 1, O::Trains, 2.6));                     // x 1: learned, the best
+  es.push_back(run("pre", 6, 2, O::Diverges, std::nullopt));          // x 2: diverged
+  es.push_back(run("pre", 6, 1, O::Trains, 2.5, /*warmup=*/false));   // x 3: no warm-up, not framed
+  es.push_back(run("pre", 6, 1, O::Trains, 2.55, true, /*seed=*/1));  // another seed: not drawn
+  es.push_back(run("post", 6, 0, O::TooSlow, 4.85));                  // on the plateau (unigram 4.9)
+  es.push_back(run("post", 6, 1, O::Stalls, std::nullopt));           // stalls, without a reading
+  es.push_back(run("post", 6, 2, O::Trains, std::nullopt));           // ended, no validation line
+  es.push_back(run("post", 24, 0, O::SpikedAndRecovered, 3.1));       // x 5 (after the gap)
   es.back().reading.failure = "loss spike";
   es.push_back(run("pre", 96, 1, O::NotStarted, std::nullopt));  // waiting for 24 layers
   es.back().skipped = "waiting for pre at 24 layers to end";
   es.push_back(run("pre", 96, 2, O::NotStarted, std::nullopt));  // ruled out: blank
   es.back().skipped = "outside the best rate at 24 layers (0.01) ± 1";
   es.push_back(run("pre", 96, 0, O::Interrupted, std::nullopt));  // begun, to resume
-  es.push_back(run("post", 24, 1, O::Stalled, 3.9));              // a stall below the plateau learned (atlas_summary.h)
+  es.push_back(run("post", 24, 1, O::Stalls, 3.9));  // below the line drawn: learned (the map reads the loss)
   const auto cells = map_cells(p, es, 4.9);
 
   ASSERT_EQ(cells.size(), 11u);

@@ -197,12 +197,38 @@ TEST(Doctor, AtlasLabels) {
   auto run = [](const char* outcome, const char* failure, double bpb) {
     return nlohmann::json{{"outcome", outcome}, {"reading", {{"failure", failure}, {"final_bpb", bpb}}}};
   };
+  // atlas.json entries from before the outcome labels (no curve: grid/outcome.h's fallback).
   EXPECT_EQ(atlas_label(run("converged", "", 3.4), u), "trains");
-  EXPECT_EQ(atlas_label(run("converged", "", 4.34), u), "stalls");
+  EXPECT_EQ(atlas_label(run("converged", "", 4.34), u), "stalls");  // no gradient reach recorded
   EXPECT_EQ(atlas_label(run("converged", "", 4.32), u), "trains");
-  EXPECT_EQ(atlas_label(run("converged", "loss spike", 3.4), u), "diverges");
+  EXPECT_EQ(atlas_label(run("converged", "loss spike", 3.4), u), "spiked and recovered");
+  EXPECT_EQ(atlas_label(run("converged", "loss spike", 4.4), u), "diverges");
   EXPECT_EQ(atlas_label(run("diverged", "diverged (non-finite)", 3.4), u), "diverges");
+  EXPECT_EQ(atlas_label(run("diverged", "loss spike", 3.4), u), "diverges");  // a spike, then the guard
   EXPECT_EQ(atlas_label(run("stalled", "stalled", 5.0), u), "stalls");
+  auto reach = run("converged", "", 4.5);
+  reach["reading"]["grad_reach"] = 0.2;
+  EXPECT_EQ(atlas_label(reach, u), "too slow");
+  reach["reading"]["grad_reach"] = 0.002;
+  EXPECT_EQ(atlas_label(reach, u), "stalls");
+  // With the labels: the curve decides; "guard_stop" says the guard stopped it.
+  auto curve = run("stalls", "", 4.5);
+  curve["reading"]["train_curve"] = nlohmann::json::array();
+  for (int s = 1; s <= 8; ++s) curve["reading"]["train_curve"].push_back({s * 10, 6.0 - 0.1 * s});
+  EXPECT_EQ(atlas_label(curve, u), "too slow");
+  curve["reading"]["final_bpb"] = 4.0;
+  EXPECT_EQ(atlas_label(curve, u), "trains");
+  curve["guard_stop"] = true;
+  EXPECT_EQ(atlas_label(curve, u), "diverges");
+  // The doctor's three classes: the set it was fitted on (a spike was a failure, the plateau a stall).
+  EXPECT_EQ(doctor_class("trains"), "trains");
+  EXPECT_EQ(doctor_class("too slow"), "stalls");
+  EXPECT_EQ(doctor_class("stalls"), "stalls");
+  EXPECT_EQ(doctor_class("spiked and recovered"), "diverges");
+  EXPECT_EQ(doctor_class("diverges"), "diverges");
+  EXPECT_THROW(doctor_class("converged"), InputError);
+  EXPECT_DOUBLE_EQ(atlas_outcome_bits({{"unigram_entropy_bits", nullptr}, {"init_loss_bits", 8.0}}), 8.0);
+  EXPECT_DOUBLE_EQ(atlas_outcome_bits({{"unigram_entropy_bits", 4.4}, {"init_loss_bits", 8.0}}), 4.4);
 }
 
 TEST(Doctor, VerifyKeepsARerunOnlyForItsOwnPrescription) {

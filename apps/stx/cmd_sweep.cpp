@@ -1,8 +1,9 @@
 // stx sweep — residual scheme × depth grid of `stx train` runs, resumable, with a DeepNet
-// Table 1-style report (src/stx/sweep/: sweep_plan.h the grid, sweep_runner.h the runs,
-// run_status.h the classification, sweep_report.h / sweep_figures.h the outputs).
-// Exit: 0 every run ended (converged, stalled or diverged); 1 a child crashed or was killed
-// (rerun to retry); 2 bad input; 128+signal when stopped (rerun the same command to continue).
+// Table 1-style report (src/stx/sweep/: sweep_plan.h the grid, sweep_runner.h the runs; grid/:
+// run_status.h / outcome.h each run's state and label; sweep_report.h / sweep_figures.h the
+// outputs). Exit: 0 every run ended (whatever its label: trains, too slow, stalls, spiked and
+// recovered, diverges); 1 a child crashed or was killed (rerun to retry); 2 bad input;
+// 128+signal when stopped (rerun the same command to continue).
 #include <filesystem>
 #include <iostream>
 #include <memory>

@@ -5,8 +5,10 @@ row limited to the rates around the best below; atlas.md / atlas.json / figures;
 nothing; a fourth depth added later follows the third; bad input exits 2 with one line.
 Run: python3 tests/cli/test_atlas.py build/stx"""
 import json
+import math
 import os
 import re
+import statistics
 import sys
 import tempfile
 
@@ -16,6 +18,37 @@ STX = os.path.abspath(sys.argv[1])
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
 check = Checks()
+# The outcome labels of an ended run (src/stx/grid/outcome.h, docs/reference.md#run-outcomes).
+LABELS = ("trains", "too slow", "stalls", "spiked and recovered", "diverges")
+
+
+def rule_label(x, unigram):
+    """A run's label by the rules, from its atlas.json entry (the curve, else the reach fallback)."""
+    rd = x["reading"]
+    if x["guard_stop"]:
+        return "diverges"
+    curve = [b for _, b in rd.get("train_curve", [])]
+    cut, f = unigram - 0.1, rd["final_bpb"]
+    if curve:
+        lo, spiked = None, False
+        for b in curve:
+            spiked = spiked or b is None or (lo is not None and b >= lo + 1 / math.log(2) - 1e-9)
+            lo = b if lo is None or b is None else min(lo, b)
+    else:
+        spiked = rd.get("failure") == "loss spike"
+    if f is None and curve:
+        f = statistics.mean(curve[-max(1, (len(curve) + 9) // 10):])
+    below = f is not None and f < cut - 1e-9
+    if spiked:
+        return "spiked and recovered" if below else "diverges"
+    if below:
+        return "trains"
+    if curve:
+        q = -(-len(curve) // 4)
+        improving = len(curve) >= 8 and statistics.mean(curve[-2 * q:-q]) - statistics.mean(curve[-q:]) >= 0.02 - 1e-9
+        return "too slow" if improving else "stalls"
+    return "too slow" if rd.get("grad_reach") is not None and rd["grad_reach"] >= 0.01 else "stalls"
+
 
 with tempfile.TemporaryDirectory() as d:
     corpus = cut_moby(os.path.join(d, "lm"), {"train": 400, "valid": 30})
@@ -32,14 +65,14 @@ with tempfile.TemporaryDirectory() as d:
     runs = j.get("runs", [])
     # 2 schemes × (depth 1: 2 rates × 2 seeds + nowarm; depth 2: the same; depth 3: 2 × 2 candidates)
     check("every planned run is in atlas.json", len(runs) == 2 * (5 + 5 + 4), len(runs))
-    ran = [x for x in runs if x["outcome"] in ("converged", "stalled", "diverged")]
+    ran = [x for x in runs if x["outcome"] in LABELS]
     deep = [x for x in runs if x["depth"] == 3 and x["warmup"]]
-    check("depths 1 and 2 ran in full (seed 0)", all(x["outcome"] in ("converged", "stalled", "diverged")
+    check("depths 1 and 2 ran in full (seed 0)", all(x["outcome"] in LABELS
                                                      for x in runs if x["depth"] < 3 and x["seed"] == 0),
           [x["name"] for x in runs])
     for scheme in ("post", "pre"):
         below = [x for x in runs if x["scheme"] == scheme and x["depth"] == 2 and x["warmup"]]
-        survived = any(x["outcome"] == "converged" and x["reading"]["final_bpb"] < j["unigram_entropy_bits"] - 0.1
+        survived = any(x["outcome"] == "trains" and x["reading"]["final_bpb"] < j["unigram_entropy_bits"] - 0.1
                        for x in below)
         mine = [x for x in deep if x["scheme"] == scheme]
         n_ran = sum(1 for x in mine if x["outcome"] != "not-started")
@@ -64,7 +97,14 @@ with tempfile.TemporaryDirectory() as d:
         check(f"atlas.md has '{section}'", section in md)
     if partial:
         check("atlas.md marks a sensitivity over part of the grid", "over 1 of 2 rates" in md)
-    for fig in ("atlas_map.png", "loss_vs_lr.png", "sensitivity_vs_depth.png"):
+    check("every ended run's label is the one the rules give from its reading; a guard stop is marked",
+          all(x["outcome"] == rule_label(x, j["unigram_entropy_bits"]) for x in ran)
+          and all(x["guard_stop"] == (x["reading"]["failure"].startswith("diverged")
+                                      or x["guard_stop"] and x["reading"]["failure"] == "loss spike") for x in ran),
+          [(x["name"], x["outcome"], rule_label(x, j["unigram_entropy_bits"])) for x in ran][:6])
+    check("no run, report or cell says converged", "converged" not in json.dumps(j) and "converged" not in md
+          and all(set(c["outcomes"]) <= set(LABELS) for c in j.get("cells", [])), [c.get("outcomes") for c in j["cells"]])
+    for fig in ("atlas_map.png", "loss_vs_lr.png", "grad_reach.png", "sensitivity_vs_depth.png"):
         check(f"figure {fig}", os.path.exists(os.path.join(out, "figures", fig)))
     check("every run records the CPU and BLAS kernel that trained it",
           all(len(x.get("hosts", [])) == 1 and re.search(r", OpenBLAS \S+$", x["hosts"][0]) for x in ran),
@@ -78,7 +118,7 @@ with tempfile.TemporaryDirectory() as d:
         [x["name"] for x in ran if x["reading"]["max_attn_logit"] is None])
     check("every run's reading keeps its training curve (step, bits) and the last gradient reach", all(
         len(x["reading"].get("train_curve", [])) == 4 and x["reading"]["train_curve"][-1][0] == 20
-        and x["reading"].get("grad_reach_last") is not None for x in ran if x["outcome"] != "diverged"),
+        and x["reading"].get("grad_reach_last") is not None for x in ran if not x["guard_stop"]),
         [(x["name"], x["reading"].get("train_curve")) for x in ran][:2])
     for scheme in ("post", "pre"):  # neighbours 0: a second seed only at seed 0's best rate of its depth
         for depth in (2, 3):
@@ -110,6 +150,34 @@ with tempfile.TemporaryDirectory() as d:
           r5.returncode == 0 and "started" not in r5.stdout + r5.stderr and j5.get("cells") == j.get("cells")
           and j5.get("command") == j3.get("command") and "--report-only" not in j5.get("command", "")
           and os.path.exists(os.path.join(copy, "figures", "loss_vs_lr.png")), (r5.stdout + r5.stderr)[-600:])
+    # An atlas.json written before the outcome labels ("converged", "stalled", "diverged"; no
+    # guard_stop; half the runs without their training curve, as entries made before the curves
+    # were kept): imported, every run is ended and its label recomputed from its reading — the
+    # curve rule where it has one, the gradient-reach fallback where not.
+    old = os.path.join(d, "old")
+    shutil.copytree(copy, old)
+    jo = json.load(open(os.path.join(old, "atlas.json")))
+    for i, x in enumerate(jo["runs"]):
+        if x["outcome"] not in LABELS:
+            continue
+        x["outcome"] = ("diverged" if x.pop("guard_stop") else
+                        "stalled" if x["outcome"] in ("too slow", "stalls") else "converged")
+        if i % 2:
+            x["reading"].pop("train_curve", None), x["reading"].pop("grad_reach_last", None)
+    json.dump(jo, open(os.path.join(old, "atlas.json"), "w"))
+    r6 = run_stx(STX, [old if a == out else a for a in args] + ["--report-only"], env=ENV, timeout=300)
+    j6 = json.load(open(os.path.join(old, "atlas.json")))
+    want = {x["name"]: x for x in jo["runs"]}
+    for x in want.values():
+        x["guard_stop"] = x["outcome"] == "diverged"
+    ended6 = [x for x in j6["runs"] if x["outcome"] in LABELS]
+    check("old spellings imported: every ended run still ended, nothing started",
+          r6.returncode == 0 and "started" not in r6.stdout + r6.stderr and len(ended6) == len(ran),
+          (r6.stdout + r6.stderr)[-600:])
+    check("old spellings imported: each label recomputed from the reading (curve rule or the reach fallback)",
+          all(x["outcome"] == rule_label(want[x["name"]], j6["unigram_entropy_bits"])
+              and x["guard_stop"] == want[x["name"]]["guard_stop"] for x in ended6),
+          [(x["name"], x["outcome"], rule_label(want[x["name"]], j6["unigram_entropy_bits"])) for x in ended6][:6])
     check("the recorded command names no machine's path (stx, not the binary's absolute path)",
           j.get("command", "").split(" ")[0] == "stx", j.get("command", "")[:120])  # STX is absolute
     check("ended runs keep no checkpoints", not any(
@@ -122,7 +190,7 @@ with tempfile.TemporaryDirectory() as d:
     check("a fourth depth added later runs (exit 0)", r4.returncode == 0, (r4.stdout + r4.stderr)[-800:])
     for scheme in ("post", "pre"):
         third = [x for x in runs4 if x["scheme"] == scheme and x["depth"] == 3 and x["warmup"]]
-        learned = any(x["outcome"] == "converged" and x["reading"]["final_bpb"] < j4["unigram_entropy_bits"] - 0.1
+        learned = any(x["outcome"] == "trains" and x["reading"]["final_bpb"] < j4["unigram_entropy_bits"] - 0.1
                       for x in third)
         fourth = [x for x in runs4 if x["scheme"] == scheme and x["depth"] == 4]
         check(f"{scheme}: depth 4 ran the best rate at depth 3 (or nothing if none learned), waiting for nothing",

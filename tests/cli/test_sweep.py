@@ -6,8 +6,11 @@ and scripts/layer-grads.py on the finished runs.
 Run: python3 tests/cli/test_sweep.py build/stx"""
 import gzip
 import json
+import math
 import os
+import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,6 +27,8 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", STX_NO_RE
 
 
 check = Checks()
+# The outcome labels of an ended run (src/stx/grid/outcome.h, docs/reference.md#run-outcomes).
+LABELS = ("trains", "too slow", "stalls", "spiked and recovered", "diverges")
 
 
 def run(args):
@@ -124,7 +129,8 @@ with tempfile.TemporaryDirectory() as d:
     check("interrupted sweep.md says incomplete", "Incomplete" in md, md[:800])
     with open(os.path.join(sweep, "pre-L1", "sweep_status.json")) as f:
         st = json.load(f)
-    check("first run recorded as ended", st["outcome"] in ("converged", "stalled") and st["exit_code"] == 0, st)
+    check("first run recorded as ended, not by the guard", st["outcome"] in LABELS and st["guard_stop"] is False
+          and st["exit_code"] == 0, st)
     interrupted_at = max([m["step"] for m in metrics(second)] or [0])
     with open(os.path.join(sweep, "pre-L1", "train.log")) as f:
         attempts = f.read().count("# stx sweep")
@@ -146,9 +152,13 @@ with tempfile.TemporaryDirectory() as d:
     with open(os.path.join(sweep, "sweep.json")) as f:
         sj = json.load(f)
     runs = {x["name"]: x for x in sj["runs"]}
-    check("sweep.json has the 4 runs, all ended",
+    check("sweep.json has the 4 runs, all ended, none stopped by the guard",
           sorted(runs) == ["deepnorm-L1", "deepnorm-L2", "pre-L1", "pre-L2"] and
-          all(x["outcome"] in ("converged", "stalled") and x["step"] == 6 for x in runs.values()), runs)
+          all(x["outcome"] in LABELS and not x["guard_stop"] and x["step"] == 6 for x in runs.values()), runs)
+    check("sweep.json: the unit of its tables, H of the training split and the cut, f of every run",
+          sj["loss_unit"] == "nats per token" and isinstance(sj["unigram_entropy_bits"], float)
+          and 0 < sj["unigram_entropy_bits"] < 9 and abs(sj["plateau_cut_bits"] - sj["unigram_entropy_bits"] + 0.1) < 1e-9
+          and all(isinstance(x["final_bits"], float) for x in runs.values()), sj)
     last_valid = [m["valid_loss"] for m in metrics(os.path.join(sweep, "pre-L2")) if "valid_loss" in m][-1]
     check("table entry is the run's last valid_loss", abs(runs["pre-L2"]["valid_loss"] - last_valid) < 1e-12,
           (runs["pre-L2"], last_valid))
@@ -215,21 +225,91 @@ with tempfile.TemporaryDirectory() as d:
     check("diverging sweep exits 0 (every run ended)", r.returncode == 0, (r.stdout, r.stderr[-800:]))
     check("--jobs 2: both runs started before either ended, one result line each",
           [l.split(": ")[1] for l in r.stdout.splitlines()[:2]] == ["started", "started"] and
-          all(sum(l.startswith(f"[{i}/2] ") and "diverged at step" in l for l in r.stdout.splitlines()) == 1 for i in (1, 2)),
+          all(sum(l.startswith(f"[{i}/2] ") and "diverges: the guard stopped it at step" in l
+                  for l in r.stdout.splitlines()) == 1 for i in (1, 2)),
           r.stdout)
     with open(os.path.join(div, "sweep.md")) as f:
         md = f.read()
     cells = [l for l in md.splitlines() if l.startswith("| Post-LN")]
-    check("every cell says diverged @ step (cause), depth 1L-1L",
-          "| scheme | 1L-1L |" in md and len(cells) == 2 and all("diverged @ " in c for c in cells), md[:1200])
+    check("every cell says diverges @ step (cause), depth 1L-1L",
+          "| scheme | 1L-1L |" in md and len(cells) == 2 and all("diverges @ " in c for c in cells), md[:1200])
     with open(os.path.join(div, "sweep.json")) as f:
         dj = json.load(f)
     check("diverged runs: exit 1, a step and a cause",
-          all(x["outcome"] == "diverged" and x["exit_code"] == 1 and x["step"] >= 1 and x["cause"] for x in dj["runs"]), dj["runs"])
+          all(x["outcome"] == "diverges" and x["guard_stop"] is True and x["exit_code"] == 1 and x["step"] >= 1
+              and x["cause"] for x in dj["runs"]), dj["runs"])
+    check("the summary line counts the runs per label", "sweep: 0 train, 0 too slow, 0 stall, 0 spiked and recovered, "
+          "2 diverge; report in" in r.stdout, r.stdout[-400:])
     with open(os.path.join(div, "post-L1", "sweep_status.json")) as f:
-        check("status file records the divergence", json.load(f)["outcome"] == "diverged")
+        st = json.load(f)
+        check("status file records the divergence: the label and the guard stop",
+              st["outcome"] == "diverges" and st["guard_stop"] is True, st)
     with open(os.path.join(div, "sigma-L1", "config.yaml")) as f:
         y = f.read()
     check("sigma = post + sigma_reparam", ('scheme: "post"' in y or "scheme: post" in y) and "sigma_reparam: true" in y, y[:400])
+
+    # 4. The demo's shape (scripts/demo.sh): a byte-level LM with the live table (--watch). Every
+    # output speaks the outcome labels — never "converged" — in bits per byte, with H, and each
+    # label is the one the rules give (recomputed here from metrics.jsonl and the corpus).
+    demo = os.path.join(d, "demo")
+    r = run(["sweep", "--config", lm_cfg, "--depths", "1", "--schemes", "post,pre", "--steps", "16", "--out", demo,
+             "--watch", "--set", "data.tokenizer=bytes", "--set", "train.eval_every=8", "--set", "train.log_every=2"])
+    check("demo-style sweep exits 0", r.returncode == 0, (r.stdout[-800:], r.stderr[-800:]))
+    summary = [l for l in r.stdout.splitlines() if l.startswith("sweep: ")]
+    check("the summary line counts per label", len(summary) == 1 and re.match(
+        r"sweep: \d+ trains?, \d+ too slow, \d+ stalls?, \d+ spiked and recovered, \d+ diverges?; report in ",
+        summary[0]), r.stdout[-600:])
+    with open(os.path.join(demo, "sweep.md")) as f:
+        md = f.read()
+    with open(os.path.join(demo, "sweep.json")) as f:
+        dj = json.load(f)
+    statuses = "".join(open(os.path.join(demo, x["name"], "sweep_status.json")).read() for x in dj["runs"])
+    check("no output says converged (stdout, sweep.md, sweep.json, sweep_status.json)",
+          not any("converged" in t.lower() for t in (r.stdout, r.stderr, md, json.dumps(dj), statuses)))
+    # H of the train split in bits per byte, one eos per line (data/unigram.h).
+    counts = {}
+    with open(os.path.join(lmc, "train.txt"), "rb") as f:
+        for ln in f.read().split(b"\n")[:-1]:
+            for b in ln.rstrip(b"\r"):
+                counts[b] = counts.get(b, 0) + 1
+            counts["eos"] = counts.get("eos", 0) + 1
+    n = sum(counts.values())
+    H = -sum(k / n * math.log2(k / n) for k in counts.values())
+    check("sweep.json: H of the training split in bits per byte, the unit bits per byte",
+          abs(dj["unigram_entropy_bits"] - H) < 1e-9 and dj["loss_unit"] == "bits per byte",
+          (dj["unigram_entropy_bits"], H, dj["loss_unit"]))
+    check("sweep.md states H, the unit in its headers", f"H = **{H:.3f} bits per byte**" in md
+          and "valid loss (bits/byte)" in md and "## Validation bits per byte" in md, md[:1500])
+
+    def label(m, cut):
+        bits = [x["loss"] / math.log(2) if isinstance(x.get("loss"), (int, float)) else float("nan")
+                for x in m if "loss" in x and "event" not in x]
+        valid = [x["valid_nll"] / math.log(2) for x in m if "valid_nll" in x]
+        f = valid[-1] if valid else statistics.mean(bits[-max(1, (len(bits) + 9) // 10):])
+        lo, spiked = None, False
+        for b in bits:
+            if b != b or (lo is not None and b >= lo + 1 / math.log(2)):
+                spiked = True
+            lo = b if lo is None else min(lo, b)
+        if spiked:
+            return "spiked and recovered" if f < cut else "diverges"
+        if f < cut:
+            return "trains"
+        q = -(-len(bits) // 4)
+        improving = len(bits) >= 8 and statistics.mean(bits[-2 * q:-q]) - statistics.mean(bits[-q:]) >= 0.02
+        return "too slow" if improving else "stalls"
+
+    for x in dj["runs"]:
+        m = metrics(os.path.join(demo, x["name"]))
+        want = label(m, H - 0.1)
+        v = [y["valid_nll"] for y in m if "valid_nll" in y][-1] / math.log(2)
+        row = [l for l in md.splitlines() if l.startswith("| Pre-LN |" if x["scheme"] == "pre" else "| Post-LN |")]
+        cell = f"{v:.3f}" + ("" if want == "trains" else f" ({want})")
+        check(f"{x['name']}: its label is the rules' ({want}), its cell the valid bits/byte with the label",
+              x["outcome"] == want and abs(x["valid_bits"] - v) < 1e-9 and len(row) == 1 and f"| {cell} |" in row[0],
+              (x["outcome"], want, row))
+        table = [l for l in r.stdout.splitlines() if l.startswith(("Post-LN 1L", "Pre-LN 1L")[x["scheme"] == "pre"])]
+        check(f"{x['name']}: the live table's last row ends with its label", table and table[-1].endswith("  " + want),
+              table[-2:])
 
 check.finish(f" ({time.time() - t_start:.1f} s)")

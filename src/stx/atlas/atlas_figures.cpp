@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -56,12 +58,56 @@ std::string series(const std::vector<nlohmann::json>& rs, const std::string& ptr
   return s.str();
 }
 
+// Final bits per byte vs the gradient reach at the first training line, one colour per label.
+std::optional<std::string> draw_grad_reach(const std::string& dir, const AtlasPlan& p,
+                                           const std::vector<Entry>& entries, double unigram) {
+  static const std::map<grid::Outcome, std::string> kColour = {{grid::Outcome::Trains, "#1a9850"},
+                                                               {grid::Outcome::TooSlow, "#fdae61"},
+                                                               {grid::Outcome::Stalls, "#737373"},
+                                                               {grid::Outcome::SpikedAndRecovered, "#f46d43"},
+                                                               {grid::Outcome::Diverges, "#b2182b"}};
+  Panel pan{"final loss against the gradient reach at the first training line",
+            "gradient reach: ‖g‖ bottom layer ÷ ‖g‖ top layer, first training line (log)",
+            "final bits per byte",
+            true,
+            false,
+            {},
+            ""};
+  double lo = INFINITY, hi = 0;
+  for (auto label : grid::kLabels) {
+    std::ostringstream pts;
+    int n = 0;
+    for (auto& e : entries) {
+      const auto& g = e.reading.grad_reach;
+      const auto& b = e.reading.final_bpb;
+      if (!e.result.ended() || e.result.outcome != label || !g || !b || !(*g > 0) || !std::isfinite(*b)) continue;
+      pts << *g << " " << *b << "\n", ++n;
+      lo = std::min(lo, *g), hi = std::max(hi, *g);
+    }
+    pan.curves.push_back({pts.str(), "points pt 7 ps 0.8", kColour.at(label),
+                          n ? fmt::format("{} ({})", grid::to_string(label), n) : ""});
+  }
+  if (!(hi > 0)) return std::nullopt;
+  if (std::isfinite(unigram))
+    pan.curves.push_back(
+        {fmt::format("{0:.6g} {2:.6g}\n{1:.6g} {2:.6g}\n", lo / 1.5, hi * 1.5, grid::plateau_cut(unigram)),
+         "lines dt 2 lw 1.5", "#444444", fmt::format("plateau cut H − 0.1 = {:.3f}", grid::plateau_cut(unigram))});
+  pan.extra = "set key outside right top font ',9'\n";
+  const auto png = (fs::path(dir) / "figures" / "grad_reach.png").string();
+  draw_panels(
+      png, {pan},
+      "Does the gradient reach the bottom layer? Every ended run (outcome labels: docs/reference.md#run-outcomes)",
+      1100, 600);
+  (void)p;
+  return fs::exists(png) ? std::optional<std::string>("figures/grad_reach.png") : std::nullopt;
+}
+
 }  // namespace
 
 std::vector<std::string> existing_figures(const std::string& dir, const AtlasPlan& p,
                                           const std::vector<Entry>& entries) {
   std::vector<std::string> out;
-  std::vector<std::string> names{kMapFigure, "loss_vs_lr.png", "sensitivity_vs_depth.png"};
+  std::vector<std::string> names{kMapFigure, "loss_vs_lr.png", "grad_reach.png", "sensitivity_vs_depth.png"};
   for (auto* e : failures_drawn(entries)) names.push_back("failure_" + e->run.name + ".png");
   for (auto& n : names)
     if (fs::exists(fs::path(dir) / "figures" / n)) out.push_back("figures/" + n);
@@ -72,6 +118,7 @@ std::vector<std::string> existing_figures(const std::string& dir, const AtlasPla
 std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p, const std::vector<Entry>& entries) {
   fs::create_directories(fs::path(dir) / "figures");
   const double l0 = init_loss_bits(p);
+  const double unigram = unigram_entropy_bits(p);
   std::vector<std::string> out;
   if (auto m = draw_map(dir, p, entries)) out.push_back(*m);
   // Loss vs learning rate, a panel per depth.
@@ -95,6 +142,10 @@ std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p
       pan.curves.push_back({ok.str(), "linespoints pt 7 ps 0.6 lw 1.5", row(s).color, row(s).title});
       pan.curves.push_back({bad.str(), "points pt 2 ps 1.2", row(s).color, ""});
     }
+    if (std::isfinite(unigram))
+      pan.curves.push_back({fmt::format("{0:g} {2:.6g}\n{1:g} {2:.6g}\n", p.lrs.front() / 2, p.lrs.back() * 2, unigram),
+                            "lines dt 2 lw 1.5", "#444444",
+                            d == legend_depth ? fmt::format("unigram entropy H = {:.3f} (plateau)", unigram) : ""});
     // Decade tics over the plan's rates; one legend, not one per depth.
     std::string tics;
     for (double t = std::pow(10.0, std::floor(std::log10(p.lrs.front()))); t <= p.lrs.back() * 1.0001; t *= 10)
@@ -104,9 +155,11 @@ std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p
     panels.push_back(pan);
   }
   const auto lr_png = (fs::path(dir) / "figures" / "loss_vs_lr.png").string();
-  draw_panels(lr_png, panels, "Final loss vs learning rate (× : failed, drawn at ℓ₀ = log₂ V)",
+  draw_panels(lr_png, panels,
+              "Final loss vs learning rate (× : failed, drawn at ℓ₀ = log₂ V; dashed: the unigram entropy H)",
               400 * static_cast<int>(std::max<size_t>(1, p.depths.size())) + 500, 520);
   if (fs::exists(lr_png)) out.push_back("figures/loss_vs_lr.png");
+  if (auto g = draw_grad_reach(dir, p, entries, unigram)) out.push_back(*g);
   // Sensitivity vs depth.
   const auto cells = summarize(p, entries);
   Panel sens{"learning-rate sensitivity", "depth (layers)", "mean min(ℓ(η), ℓ₀) − ℓ* (bits)", true, false, {}, ""};

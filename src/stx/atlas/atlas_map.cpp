@@ -63,12 +63,14 @@ std::vector<MapCell> map_cells(const AtlasPlan& p, const std::vector<Entry>& ent
     if (c == l.col.end()) continue;
     MapCell m{c->second, l.row.at(e.run.scheme)};
     if (!e.result.ended()) m.mark = Mark::Pending;
-    else if (e.result.outcome == grid::Outcome::Diverged) m.mark = Mark::Diverged;
+    else if (e.result.guard_stop) m.mark = Mark::Diverged;
     else if (e.reading.failure == "loss spike") m.mark = Mark::Spiked;
     else if (on_plateau(unigram_bits, e)) m.mark = Mark::Plateau;
-    // Without a validation line: a stall did not learn; anything else has no reading to show.
+    // Without a validation line: a stall (or too slow) did not learn; anything else has no reading to show.
     else if (!e.reading.final_bpb)
-      m.mark = e.result.outcome == grid::Outcome::Stalled ? Mark::Plateau : Mark::NoReading;
+      m.mark = e.result.outcome == grid::Outcome::Stalls || e.result.outcome == grid::Outcome::TooSlow
+                   ? Mark::Plateau
+                   : Mark::NoReading;
     else m.mark = Mark::Learned, m.bpb = e.reading.final_bpb;
     cells.push_back(m);
     if (m.mark == Mark::Learned && e.run.warmup) {
@@ -82,7 +84,7 @@ std::vector<MapCell> map_cells(const AtlasPlan& p, const std::vector<Entry>& ent
 
 std::optional<std::string> draw_map(const std::string& dir, const AtlasPlan& p, const std::vector<Entry>& entries) {
   const auto L = layout(p, entries);
-  const double unigram = unigram_entropy_bits(p.base);
+  const double unigram = unigram_entropy_bits(p);
   std::ostringstream trained, plateau, diverged, spiked, noreading, pending, best, labels;
   double lo = INFINITY;
   bool any = false;

@@ -2,10 +2,10 @@
 // one row per scheme, one column per learning rate (and the no-warm-up run) within a block per
 // depth — DeepNet's Table 1 (Wang et al. 2022) crossed with Wortsman et al.'s (2023) rate axis.
 // A cell is the first seed's run: coloured by its final bits per byte when it learned, grey when
-// it did not (unigram plateau or stall), red when it diverged (non-finite) or spiked
-// (atlas_reading.h), white "n/a" when it ended with no validation line, a dot while it is still
-// to run (waiting for the depth below included), blank where the plan rules it out; each
-// (scheme, depth)'s best warm-up run is framed.
+// it did not (unigram plateau, or labelled stalls or too slow without a validation line), red
+// when the divergence guard stopped it or it spiked (atlas_reading.h), white "n/a" when it ended
+// with no validation line, a dot while it is still to run (waiting for the depth below included), blank where the plan
+// rules it out; each (scheme, depth)'s best warm-up run is framed.
 #pragma once
 #include <optional>
 #include <string>

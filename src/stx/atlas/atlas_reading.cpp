@@ -89,10 +89,8 @@ Reading read_atlas(const std::vector<nlohmann::json>& records, const grid::RunRe
       out.grad_reach = reach;
     }
   }
-  if (r.outcome == grid::Outcome::Diverged)
-    out.failure_step = r.step, out.failure = "diverged (" + grid::short_cause(r.cause) + ")";
+  if (r.guard_stop) out.failure_step = r.step, out.failure = "diverged (" + grid::short_cause(r.cause) + ")";
   if (spike && (!out.failure_step || *spike < *out.failure_step)) out.failure_step = spike, out.failure = "loss spike";
-  if (!out.failure_step && r.outcome == grid::Outcome::Stalled) out.failure = "stalled";
   if (out.failure_step) {  // which signal left its early range first
     for (auto& [name, v] : sig) {
       if (v.size() < 4) continue;

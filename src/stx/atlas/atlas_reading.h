@@ -1,7 +1,11 @@
 // stx/atlas/atlas_reading.h — what the atlas reads from one run's metrics.jsonl (docs/atlas.md
 // states these definitions):
 //   final_bpb        the last validation nll / ln 2 (bits per byte with data.tokenizer: bytes)
-//   outcome          converged, stalled or diverged (grid/run_status.h), with the guard's step/cause
+//   failure          "diverged (cause)" where the divergence guard stopped the run (grid/run_status.h:
+//                    its step and cause), or "loss spike" where a spike (below) came first; ""
+//                    otherwise ("stalled" in atlas.json entries from before the outcome labels).
+//                    The run's outcome label is not here: atlas_summary.h outcome_of computes it
+//                    from this reading (grid/outcome.h)
 //   max_attn_logit   the largest attention logit over every layer and logged step (Wortsman et
 //                    al.'s attention-logit growth)
 //   min_entropy      the lowest layer attention entropy over the logged steps (Zhai et al.)
@@ -35,7 +39,7 @@ struct Reading {
       grad_reach, grad_reach_last;
   std::vector<std::pair<int64_t, double>> train_curve;
   std::optional<int64_t> failure_step;
-  std::string failure;  // "diverged (non-finite)", "loss spike", "stalled", ""
+  std::string failure;  // "diverged (non-finite)", "loss spike", "" (old entries: "stalled")
   std::string first_mover;
   std::optional<int64_t> first_mover_step;
 };

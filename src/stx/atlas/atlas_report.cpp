@@ -60,7 +60,7 @@ void write_report(const std::string& dir, const std::string& command, const Atla
   const double l0 = init_loss_bits(p);
   double unigram = NAN;
   try {
-    unigram = unigram_entropy_bits(p.base);
+    unigram = unigram_entropy_bits(p);
   } catch (const InputError&) {
   }
   const auto& m = p.base.model;
@@ -72,7 +72,9 @@ void write_report(const std::string& dir, const std::string& command, const Atla
       "Regime: decoder-only LM on `{}` ({} tokens), d_model {}, {} heads, d_ff {}, context {} tokens, "
       "batches of ≤ {} tokens, {} updates per run (≤ {:.2f} M tokens), {} ({}), warm-up {} then {}, clip {}, "
       "weight decay {}, dropout {}. Loss at init ℓ₀ = log₂ V = {:.3f} bits; the corpus's unigram entropy "
-      "{} bits per token; a run ending within 0.1 bit of it (or above) is on the unigram plateau.\n\n",
+      "{} bits per token; a run ending within 0.1 bit of it (or above) is on the unigram plateau. Each run's "
+      "outcome — trains, too slow, stalls, spiked and recovered, diverges — follows the rules of "
+      "docs/reference.md#run-outcomes.\n\n",
       p.base.data.corpus, to_string(p.base.data.tokenizer), m.d_model, m.n_heads, m.d_ff, m.max_len, t.max_tokens,
       p.steps, static_cast<double>(p.steps * t.max_tokens) / 1e6, to_string(t.optimizer),
       fmt::format("β {:g}, {:g}", t.betas[0], t.betas[1]), p.warmup, to_string(t.schedule), t.clip_norm, t.weight_decay,
@@ -132,8 +134,9 @@ void write_report(const std::string& dir, const std::string& command, const Atla
       return c.nowarm_failure.empty() ? std::string("–") : "✗ " + c.nowarm_failure;
     });
   md << "## Seed spread at " << p.depths.front() << " layers\n\n";
-  md << "Mean (largest) |ℓ(seed k) − ℓ(seed 0)| over the rates where both converged, " << p.seeds
-     << " seeds:\n\n| scheme | mean | largest |\n|---|---|---|\n";
+  md << "Mean (largest) |ℓ(seed k) − ℓ(seed 0)| over the rates where both ended below ℓ₀ without a guard stop or a "
+        "loss spike, "
+     << p.seeds << " seeds:\n\n| scheme | mean | largest |\n|---|---|---|\n";
   for (auto& s : p.schemes) {
     const auto& c = cells.at({s, p.depths.front()});
     md << "| " << title_of(s) << " | " << num(c.seed_spread_mean) << " | " << num(c.seed_spread_max) << " |\n";
@@ -156,8 +159,9 @@ void write_report(const std::string& dir, const std::string& command, const Atla
         "early | grad reach | time |\n|---|---|---|---|---|---|---|---|---|\n";
   for (auto& e : entries) {
     const auto& g = e.reading;
-    const auto outcome =
+    auto outcome =
         !e.skipped.empty() && !e.result.ended() ? "not run: " + e.skipped : grid::to_string(e.result.outcome);
+    if (e.result.ended() && e.result.guard_stop) outcome += " (guard stop)";
     md << fmt::format("| {} | {} | {} | {} | {} | {} → {} | {} | {} | {} |\n", e.run.name, outcome, num(g.final_bpb),
                       num(g.max_attn_logit, "{:.1f}"), num(g.min_entropy), num(g.log_z_first, "{:.2f}"),
                       num(g.log_z_last, "{:.2f}"), num(g.delta_f_early, "{:.3g}"), num(g.grad_reach, "{:.3g}"),
@@ -178,6 +182,7 @@ void write_report(const std::string& dir, const std::string& command, const Atla
                          {"seed", r.seed},
                          {"warmup", r.warmup},
                          {"outcome", grid::to_string(e.result.outcome)},
+                         {"guard_stop", e.result.guard_stop},
                          {"step", e.result.step},
                          {"cause", e.result.cause},
                          {"seconds", e.result.seconds},

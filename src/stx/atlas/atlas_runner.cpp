@@ -68,16 +68,27 @@ std::vector<std::string> hosts_of(const std::string& dir) {
   return out;
 }
 
+// atlas.json's outcome of an ended run: a label (grid/outcome.h), or a spelling from before the
+// labels ("converged", "stalled", "diverged": a guard stop).
+bool ended_outcome(const std::string& o) {
+  const auto label = grid::outcome_from_string(o);
+  return (label && grid::is_label(*label)) || o == "converged" || o == "stalled" || o == "diverged";
+}
+
 std::string result_text(const Entry& e) {
   const auto& r = e.result;
   std::string s;
   switch (r.outcome) {
-    case Outcome::Converged:
-    case Outcome::Stalled:
-      s = grid::to_string(r.outcome) +
-          (e.reading.final_bpb ? fmt::format("  {:.3f} bits/byte", *e.reading.final_bpb) : "");
+    case Outcome::Trains:
+    case Outcome::TooSlow:
+    case Outcome::Stalls:
+    case Outcome::SpikedAndRecovered:
+    case Outcome::Diverges:
+      s = r.guard_stop
+              ? fmt::format("diverges: the guard stopped it at step {}: {}", r.step, grid::short_cause(r.cause))
+              : grid::to_string(r.outcome) +
+                    (e.reading.final_bpb ? fmt::format("  {:.3f} bits/byte", *e.reading.final_bpb) : "");
       break;
-    case Outcome::Diverged: s = fmt::format("diverged at step {}: {}", r.step, grid::short_cause(r.cause)); break;
     case Outcome::Failed: return "failed (" + r.cause + "); rerun to retry";
     case Outcome::Interrupted: return fmt::format("stopped at step {}; rerun to continue", r.step);
     case Outcome::NotStarted: return e.skipped.empty() ? "not started" : "not run: " + e.skipped;
@@ -102,6 +113,11 @@ class Runner {
                                      plan_json(o_.plan),
                                      [&](const nlohmann::json& stored) { return plan_mismatch(stored, o_.plan); });
     install_stop_handlers();
+    try {
+      unigram_ = outcome_entropy_bits(o_.plan);
+    } catch (const InputError&) {
+      unigram_ = init_loss_bits(o_.plan);  // the corpus is not readable here: log₂ V (grid/outcome.h)
+    }
     const auto stored = stored_runs();
     for (auto& r : all_runs(o_.plan)) {
       Entry e{r};
@@ -128,13 +144,14 @@ class Runner {
     }
     draw();
     write();
-    int failed = 0, ended = 0, diverged = 0;
+    int failed = 0, ended = 0;
+    std::vector<Outcome> outcomes;
     for (auto& e : entries_) {
       failed += e.result.outcome == Outcome::Failed;
       ended += e.result.ended();
-      diverged += e.result.outcome == Outcome::Diverged;
+      outcomes.push_back(e.result.outcome);
     }
-    std::cout << fmt::format("atlas: {} runs ended ({} diverged){}; report in {}", ended, diverged,
+    std::cout << fmt::format("atlas: {} runs ended ({}){}; report in {}", ended, grid::label_counts(outcomes),
                              failed ? fmt::format(", {} failed (rerun to retry)", failed) : "",
                              (fs::path(o_.out) / "atlas.md").string())
               << std::endl;
@@ -179,7 +196,8 @@ class Runner {
   }
 
   // The runs DIR/atlas.json records as ended: a copy of the atlas without its run directories
-  // (the repository keeps atlas.json, not runs/) carries on from them.
+  // (the repository keeps atlas.json, not runs/) carries on from them. Both the outcome labels and
+  // the spellings before them (converged, stalled, diverged) count as ended.
   std::map<std::string, nlohmann::json> stored_runs() const {
     std::map<std::string, nlohmann::json> out;
     std::ifstream in(fs::path(o_.out) / "atlas.json");
@@ -188,8 +206,8 @@ class Runner {
       nlohmann::json j;
       in >> j;
       for (auto& r : j.value("runs", nlohmann::json::array())) {
-        const auto o = r.value("outcome", "");
-        if (o == "converged" || o == "stalled" || o == "diverged") out[r.value("name", "")] = r;
+        if (r.contains("outcome") && r["outcome"].is_string() && ended_outcome(r["outcome"]))
+          out[r.value("name", "")] = r;
       }
     } catch (const std::exception&) {
       out.clear();  // unreadable: rerun what has no directory
@@ -197,19 +215,29 @@ class Runner {
     return out;
   }
 
-  static void import(Entry& e, const nlohmann::json& r) {
+  // An ended run of atlas.json. Its label is recomputed from its reading (the entries before the
+  // labels say "diverged" for a guard stop, "stalled" also in the reading's failure: cleared, the
+  // label says it now).
+  void import(Entry& e, const nlohmann::json& r) const {
     const auto o = r.value("outcome", "");
-    e.result.outcome = o == "converged" ? Outcome::Converged : o == "stalled" ? Outcome::Stalled : Outcome::Diverged;
     e.result.step = r.value("step", int64_t{0});
     e.result.cause = r.value("cause", "");
     e.result.seconds = r.value("seconds", 0.0);
     if (r.contains("reading")) e.reading = reading_from_json(r["reading"]);
+    if (e.reading.failure == "stalled") e.reading.failure.clear();
+    e.result.guard_stop = r.contains("guard_stop") && r["guard_stop"].is_boolean()
+                              ? r["guard_stop"].get<bool>()
+                              : o == "diverged" || e.reading.failure.rfind("diverged", 0) == 0;
+    e.result.outcome = outcome_of(e.reading, e.result.guard_stop, unigram_);
     for (auto& h : r.value("hosts", nlohmann::json::array()))
       if (h.is_string()) e.hosts.push_back(h.get<std::string>());
   }
+  // The reading of a run from its directory; an ended run's label from that reading, as an
+  // imported run's (outcome_of).
   void reread(Entry& e) {
     e.reading = read_atlas(records_of(dir_of(e)), e.result);
     e.hosts = hosts_of(dir_of(e));
+    if (e.result.ended()) e.result.outcome = outcome_of(e.reading, e.result.guard_stop, unigram_);
   }
   static bool waiting(const Entry& e) { return is_waiting(e); }
 
@@ -376,6 +404,7 @@ class Runner {
   }
 
   const AtlasOptions& o_;
+  double unigram_ = 0;  // H of the outcome rules (outcome_entropy_bits)
   std::string command_;
   std::vector<Entry> entries_;
   std::vector<std::string> figures_;

@@ -5,11 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 
-#include "stx/config/config_io.h"
-#include "stx/data/corpus.h"
 #include "stx/data/tokens.h"
+#include "stx/data/unigram.h"
 
 namespace stx::atlas {
 
@@ -18,37 +16,38 @@ double init_loss_bits(const AtlasPlan& p) {
   return std::log2(static_cast<double>(V));
 }
 
-double unigram_entropy_bits(const Config& c) {
-  static std::mutex m;
-  static std::map<std::string, double> cache;
-  std::lock_guard<std::mutex> lock(m);
-  const auto key = c.data.corpus + "|" + to_string(c.data.tokenizer);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  if (c.data.tokenizer != TokenizerKind::Bytes) return cache[key] = NAN;  // pieces: not computed
-  std::vector<double> count(Tokenizer::kByteVocab, 0.0);
-  for (auto& line : load_corpus(c.data, "train").tgt) {
-    for (unsigned char ch : line) count[Tokenizer::kByteOffset + ch] += 1;
-    count[3] += 1;  // eos
-  }
-  double n = 0, h = 0;
-  for (double k : count) n += k;
-  for (double k : count)
-    if (k > 0) h -= k / n * std::log2(k / n);
-  return cache[key] = h;
+double unigram_entropy_bits(const AtlasPlan& p) { return stx::unigram_entropy_bits(p.base.data); }
+
+double outcome_entropy_bits(const AtlasPlan& p) {
+  const double h = unigram_entropy_bits(p);
+  return std::isfinite(h) ? h : init_loss_bits(p);
 }
 
-bool on_plateau(const AtlasPlan& p, const Entry& e) { return on_plateau(unigram_entropy_bits(p.base), e); }
+grid::Outcome outcome_of(const Reading& r, bool guard_stop, double unigram_bits) {
+  grid::OutcomeEvidence e;
+  e.guard_stop = guard_stop;
+  for (auto& [step, bits] : r.train_curve) e.train_bits.push_back(bits);
+  e.valid_bits = r.final_bpb;
+  e.unigram_bits = unigram_bits;
+  e.spiked_without_curve = r.failure == "loss spike";
+  e.grad_reach = r.grad_reach;
+  return grid::classify_outcome(e);
+}
+
+bool on_plateau(const AtlasPlan& p, const Entry& e) { return on_plateau(unigram_entropy_bits(p), e); }
 
 bool on_plateau(double unigram_bits, const Entry& e) {
   const auto l = loss_of(e);
   return l && std::isfinite(unigram_bits) && *l >= unigram_bits - 0.1;
 }
 
-bool learned(const AtlasPlan& p, const Entry& e) { return loss_of(e).has_value() && !on_plateau(p, e); }
+bool learned(const AtlasPlan& p, const Entry& e) {
+  (void)p;  // the label was computed with the plan's H (outcome_entropy_bits)
+  return loss_of(e).has_value() && e.result.outcome == grid::Outcome::Trains;
+}
 
 std::optional<double> loss_of(const Entry& e) {
-  if (!e.result.ended() || e.result.outcome == grid::Outcome::Diverged || e.reading.failure == "loss spike")
-    return std::nullopt;
+  if (!e.result.ended() || e.result.guard_stop || e.reading.failure == "loss spike") return std::nullopt;
   return e.reading.final_bpb;
 }
 
@@ -69,17 +68,17 @@ std::map<std::pair<std::string, int64_t>, Cell> summarize(const AtlasPlan& p, co
         if (!e.result.ended()) continue;
         ++c.ended;
         const auto l = loss_of(e);
-        c.converged += e.result.outcome == grid::Outcome::Converged && l.has_value();
+        ++c.outcomes[grid::to_string(e.result.outcome)];
         c.learned += learned(p, e);
-        if (!e.reading.failure.empty()) ++fail[e.reading.failure];
-        else if (on_plateau(p, e)) ++fail["plateau"];
+        if (!e.reading.failure.empty() && e.reading.failure != "stalled") ++fail[e.reading.failure];
+        else if (e.result.outcome == grid::Outcome::TooSlow || e.result.outcome == grid::Outcome::Stalls)
+          ++fail[grid::to_string(e.result.outcome)];
         if (!r.warmup) {
           c.nowarm_bpb = l;
           c.nowarm_failure = e.reading.failure;
           continue;
         }
-        if (l && e.result.outcome == grid::Outcome::Converged)
-          by_seed[r.lr_index][r.seed] = *l;  // spread: converged pairs
+        if (l && *l < l0) by_seed[r.lr_index][r.seed] = *l;  // spread: pairs that both have a loss below ℓ₀
         if (r.seed != 0) continue;
         grid.push_back({r.lr, l});
         if (l && (!c.best_bpb || *l < *c.best_bpb)) c.best_bpb = l, c.best_lr = r.lr;
@@ -117,7 +116,7 @@ nlohmann::json to_json(const Cell& c) {
           {"depth", c.depth},
           {"runs", c.runs},
           {"ended", c.ended},
-          {"converged", c.converged},
+          {"outcomes", c.outcomes},
           {"learned", c.learned},
           {"best_bpb", opt(c.best_bpb)},
           {"best_lr", opt(c.best_lr)},

@@ -94,8 +94,8 @@ Records records_of(const std::string& dir) {
 
 std::string lr_label(const Entry& e) {
   std::string s = fmt::format("lr {:.3g}", e.lr);
-  if (e.run.outcome == Outcome::Diverged) s += fmt::format(" (diverged at {})", e.run.step);
-  if (e.run.outcome == Outcome::Stalled) s += " (stalled)";
+  if (e.run.ended() && e.run.guard_stop) s += fmt::format(" (diverges: stopped at {})", e.run.step);
+  else if (e.run.ended() && e.run.outcome != Outcome::Trains) s += " (" + grid::to_string(e.run.outcome) + ")";
   return s;
 }
 
@@ -163,12 +163,12 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
   auto add = [&](const std::string& name) {
     if (fs::exists(fig_dir / name)) out.push_back("figures/" + name);
   };
-  // Learning-rate robustness: final validation loss vs lr; diverged runs as crosses at ln V.
+  // Learning-rate robustness: final validation loss vs lr; runs that diverge as crosses at ln V.
   int64_t vocab = p.base.data.spm_vocab_size;  // as requested; the runs' real size when known
   for (auto& e : entries)
     if (e.run.vocab_size > 0) vocab = e.run.vocab_size;
   const double lnV = std::log(static_cast<double>(vocab));
-  Panel lr{"final validation loss vs learning rate (× or +: diverged, drawn at ln V, dotted)",
+  Panel lr{"final validation loss vs learning rate (× or +: diverges, drawn at ln V, dotted)",
            "learning rate",
            "validation loss (log)",
            true,
@@ -182,7 +182,7 @@ std::vector<std::string> draw_figures(const std::string& dir, const CollapsePlan
     ++pt;
     for (auto& e : entries) {
       if (e.arm.name != a.name || !e.run.ended()) continue;
-      if (e.run.outcome == Outcome::Diverged) bad += fmt::format("{:.6g} {:.6g}\n", e.lr, lnV);
+      if (e.run.outcome == Outcome::Diverges) bad += fmt::format("{:.6g} {:.6g}\n", e.lr, lnV);
       else if (e.run.valid_loss) ok += fmt::format("{:.6g} {:.6g}\n", e.lr, *e.run.valid_loss);
     }
     // One point type per arm, so coinciding points of two arms stay distinguishable.

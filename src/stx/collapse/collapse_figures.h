@@ -1,8 +1,9 @@
 // stx/collapse/collapse_figures.h — the figures of the entropy-collapse experiment in
 // DIR/figures/ (gnuplot, stx/report/panels.h):
 //   lr_robustness.png   final validation loss vs learning rate (log), one line per arm; runs that
-//                       diverged are drawn as crosses at the uniform-guess loss ln V (Zhai et al.'s
-//                       headline: σReparam trains over a wider range)
+//                       diverge (their outcome label, grid/outcome.h) are drawn as crosses at the
+//                       uniform-guess loss ln V (Zhai et al.'s headline: σReparam trains over a
+//                       wider range)
 //   arm_{arm}.png       per arm, one colour per learning rate: train loss; the lowest layer
 //                       entropy H_min (solid) with its Theorem 3.1 bound (dashed); the largest
 //                       ‖W_K W_Qᵀ‖₂/√d_h of any head and layer (log scale)

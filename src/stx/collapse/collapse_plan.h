@@ -10,8 +10,9 @@
 //   sigma-nonorm, sigma-nonorm-sgd σReparam with no normalization at all (model.norm = none), Adam / SGD
 // A run's learning rate is (Adam: the config's train.lr, which --set may change; SGD: --sgd-lr)
 // × the multiplier.
-// Multipliers climb in the given order; once a run of an arm diverges, its higher multipliers
-// are not run ("until it fails").
+// Multipliers climb in the given order; once a run of an arm diverges (its outcome label,
+// grid/outcome.h: the divergence guard stopped it, or a loss spike it did not come back below the
+// unigram plateau from), its higher multipliers are not run ("until it fails").
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -60,8 +60,7 @@ Reading read_collapse(const std::vector<nlohmann::json>& records, const grid::Ru
     if (!out.spike_step && best_loss && (!std::isfinite(loss) || loss > *best_loss + spike_nats)) out.spike_step = step;
     if (std::isfinite(loss)) best_loss = best_loss ? std::min(*best_loss, loss) : loss;
   }
-  if (r.outcome == grid::Outcome::Diverged)
-    out.failure_step = r.step, out.failure = "diverged (" + grid::short_cause(r.cause) + ")";
+  if (r.guard_stop) out.failure_step = r.step, out.failure = "diverged (" + grid::short_cause(r.cause) + ")";
   if (out.spike_step && (!out.failure_step || *out.spike_step < *out.failure_step))
     out.failure_step = out.spike_step, out.failure = "loss spike";
   if (out.failure_step)

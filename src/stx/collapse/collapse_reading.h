@@ -33,7 +33,7 @@ struct Reading {
   std::string relation;
 };
 
-// `r` is the run's state (run_status.h): outcome, divergence step and cause.
+// `r` is the run's state (run_status.h): whether the guard stopped it, its step and cause.
 Reading read_collapse(const std::vector<nlohmann::json>& records, const grid::RunResult& r, double threshold,
                       double spike_nats);
 

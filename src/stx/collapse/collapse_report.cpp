@@ -26,8 +26,8 @@ std::string step(const std::optional<int64_t>& v) { return v ? std::to_string(*v
 
 std::string outcome_text(const Entry& e) {
   if (!e.skipped.empty()) return "not run";
-  if (e.run.outcome == Outcome::Diverged)
-    return fmt::format("diverged @ {} ({})", e.run.step, grid::short_cause(e.run.cause));
+  if (e.run.ended() && e.run.guard_stop)
+    return fmt::format("diverges @ {} ({})", e.run.step, grid::short_cause(e.run.cause));
   return grid::to_string(e.run.outcome);
 }
 
@@ -77,22 +77,30 @@ std::string markdown(const std::string& command, const CollapsePlan& p, const st
     md << fmt::format("**Incomplete: {} of {} runs have ended.** Rerun the command above to continue.\n\n",
                       ended + skipped, es.size());
 
-  md << "## Learning rates that train\n\n| configuration | learning rates run | converged at | first run not converged "
-        "|\n|---|---|---|---|\n";
+  md << "## Learning rates that train\n\n| configuration | learning rates run | trains at | first run that does not "
+        "train |\n|---|---|---|---|\n";
   for (auto& a : p.arms) {
     std::string run, first_fail;
     for (auto& e : es) {
       if (e.arm.name != a.name || !e.run.ended()) continue;
       run += (run.empty() ? "" : ", ") + fmt::format("{:.3g}", e.lr);
-      if (first_fail.empty() && e.run.outcome != Outcome::Converged)
-        first_fail = fmt::format("{:.3g}: {}", e.lr,
-                                 e.run.outcome == Outcome::Diverged ? outcome_text(e) : grid::to_string(e.run.outcome));
+      if (first_fail.empty() && e.run.outcome != Outcome::Trains)
+        first_fail = fmt::format("{:.3g}: {}", e.lr, outcome_text(e));
     }
     md << fmt::format("| {} | {} | {} | {} |\n", a.title, run, trained_range(es, a.name),
                       first_fail.empty() ? "none" : first_fail);
   }
-  md << "\n*Converged*: finished every update and learned (not stalled: the last 10 % of train losses below 0.9× the "
-        "first, and the validation loss below ln V, the uniform guess).\n\n";
+  double h = NAN;
+  for (auto& e : es)
+    if (e.run.ended() && std::isfinite(e.run.unigram_bits)) h = e.run.unigram_bits;
+  md << fmt::format(
+      "\nOutcomes (docs/reference.md#run-outcomes), with H the unigram entropy of the training split ({}), f the last "
+      "validation nll / ln 2 and c = H − 0.1: *trains* — no loss spike (a logged train loss ≥ 1 nat above the lowest "
+      "before it), f < c; *too slow* — no spike, f ≥ c (the unigram plateau), the train loss still falling; *stalls* — "
+      "no spike, f ≥ c, no longer falling; *spiked and recovered* — a spike, then f < c; *diverges* — the divergence "
+      "guard stopped it, or a spike and f ≥ c.\n\n",
+      std::isfinite(h) ? fmt::format("{:.3f} bits per token = {:.3f} nats", h, h * std::log(2.0))
+                       : std::string("not computed yet"));
 
   const auto t = tally(es);
   md << fmt::format(
@@ -138,7 +146,7 @@ std::string markdown(const std::string& command, const CollapsePlan& p, const st
 std::string trained_range(const std::vector<Entry>& es, const std::string& arm) {
   std::vector<double> ok;
   for (auto& e : es)
-    if (e.arm.name == arm && e.run.outcome == Outcome::Converged) ok.push_back(e.lr);
+    if (e.arm.name == arm && e.run.outcome == Outcome::Trains) ok.push_back(e.lr);
   if (ok.empty()) return "none";
   std::sort(ok.begin(), ok.end());
   return ok.size() == 1 ? fmt::format("{:.3g}", ok[0])
@@ -155,6 +163,7 @@ void write_report(const std::string& dir, const std::string& command, const Coll
                     {"multiplier", e.multiplier},
                     {"lr", e.lr},
                     {"outcome", e.skipped.empty() ? grid::to_string(e.run.outcome) : "not-run"},
+                    {"guard_stop", e.run.guard_stop},
                     {"skipped", e.skipped},
                     {"step", e.run.step},
                     {"cause", e.run.cause},

@@ -44,11 +44,15 @@ std::string result_text(const Entry& e) {
   const auto& r = e.run;
   std::string s;
   switch (r.outcome) {
-    case Outcome::Converged:
-    case Outcome::Stalled:
-      s = grid::to_string(r.outcome) + (r.valid_loss ? fmt::format("  valid loss {:.4f}", *r.valid_loss) : "");
+    case Outcome::Trains:
+    case Outcome::TooSlow:
+    case Outcome::Stalls:
+    case Outcome::SpikedAndRecovered:
+    case Outcome::Diverges:
+      s = r.guard_stop
+              ? fmt::format("diverges: the guard stopped it at step {}: {}", r.step, r.cause)
+              : grid::to_string(r.outcome) + (r.valid_loss ? fmt::format("  valid loss {:.4f}", *r.valid_loss) : "");
       break;
-    case Outcome::Diverged: s = fmt::format("diverged at step {}: {}", r.step, r.cause); break;
     case Outcome::Failed: return "failed (" + r.cause + "); rerun to retry";
     case Outcome::Interrupted: return fmt::format("stopped at step {}; rerun to continue", r.step);
     case Outcome::NotStarted: return e.skipped.empty() ? "not started" : "not run: " + e.skipped;
@@ -113,16 +117,17 @@ class Runner {
     if (int sig = grid::run_grid(total, 1, h)) return stop(sig);
     draw();
     write_report(o_.out, o_.command, p, entries_, figures_);
-    int failed = 0, diverged = 0, collapsed = 0, ended = 0;
+    int failed = 0, collapsed = 0, ended = 0;
+    std::vector<Outcome> outcomes;
     for (auto& e : entries_) {
       failed += e.run.outcome == Outcome::Failed ||
                 (!e.skipped.empty() && !e.run.ended() && e.skipped.find("rerun") != std::string::npos);
-      diverged += e.run.outcome == Outcome::Diverged;
+      outcomes.push_back(e.run.outcome);
       ended += e.run.ended();
       collapsed += e.run.ended() && e.reading.collapse_step.has_value();
     }
-    std::cout << fmt::format("entropy-collapse: {} runs ended ({} diverged, {} with entropy collapse){}; report in {}",
-                             ended, diverged, collapsed,
+    std::cout << fmt::format("entropy-collapse: {} runs ended ({}; {} with entropy collapse){}; report in {}", ended,
+                             grid::label_counts(outcomes), collapsed,
                              failed ? fmt::format(", {} failed (rerun to retry)", failed) : "",
                              (fs::path(o_.out) / "report.md").string())
               << std::endl;
@@ -136,13 +141,15 @@ class Runner {
     e.reading = read_collapse(records_of(dir_of(e)), e.run, o_.plan.threshold, o_.plan.spike_nats);
   }
 
-  // Why entry i is not run: a lower multiplier of the same arm diverged (the ladder ends there), or
-  // has not ended (it failed: a rerun retries it first, then decides).
+  // Why entry i is not run: a lower multiplier of the same arm diverges (its label, grid/outcome.h:
+  // the ladder ends there), or has not ended (it failed: a rerun retries it first, then decides).
   std::string lower_blocks(size_t i) const {
     for (size_t k = 0; k < i; ++k) {
       const auto& lo = entries_[k];
       if (lo.arm.name != entries_[i].arm.name) continue;
-      if (lo.run.outcome == Outcome::Diverged) return fmt::format("lr {:.3g} (×{:g}) diverged", lo.lr, lo.multiplier);
+      if (lo.run.outcome == Outcome::Diverges)
+        return fmt::format("lr {:.3g} (×{:g}) diverged ({})", lo.lr, lo.multiplier,
+                           lo.run.guard_stop ? "the guard stopped it" : "a loss spike it did not come back from");
       if (!lo.run.ended()) return fmt::format("lr {:.3g} (×{:g}) has not ended; rerun to retry", lo.lr, lo.multiplier);
     }
     return "";

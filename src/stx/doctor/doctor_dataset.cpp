@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "stx/atlas/atlas_summary.h"
 #include "stx/config/config_io.h"
 #include "stx/config/schemes.h"
 #include "stx/core/atomic_file.h"
@@ -40,8 +41,7 @@ Example example_from_json(const nlohmann::json& j) {
   e.name = j.at("name"), e.scheme = j.at("scheme"), e.depth = j.at("depth"), e.lr = j.at("lr");
   e.warmup = j.at("warmup"), e.seed = j.value("seed", int64_t{0}), e.steps = j.at("steps");
   e.label = j.at("label"), e.failure = j.value("failure", ""), e.source = j.value("source", "");
-  if (e.label != "trains" && e.label != "stalls" && e.label != "diverges")
-    throw InputError("label '" + e.label + "' (allowed: trains, stalls, diverges)");
+  doctor_class(e.label);  // one of the five labels
   if (j.contains("failure_step") && j["failure_step"].is_number()) e.failure_step = j["failure_step"].get<int64_t>();
   if (j.contains("final_bpb") && j["final_bpb"].is_number()) e.final_bpb = j["final_bpb"].get<double>();
   e.regime = j.value("regime", nlohmann::json::object());
@@ -75,14 +75,34 @@ void write_dataset(const std::string& path, const std::vector<Example>& examples
 }
 
 std::string atlas_label(const nlohmann::json& run, double unigram_bits) {
-  const auto& rd = run.contains("reading") && run["reading"].is_object() ? run["reading"] : nlohmann::json::object();
-  const std::string f = rd.value("failure", "");
-  if (run.value("outcome", "") == "diverged" || f.rfind("diverged", 0) == 0 || f == "loss spike") return "diverges";
-  if (run.value("outcome", "") == "stalled" || f == "stalled") return "stalls";
-  if (rd.contains("final_bpb") && rd["final_bpb"].is_number() && std::isfinite(unigram_bits) &&
-      rd["final_bpb"].get<double>() >= unigram_bits - 0.1)
-    return "stalls";
-  return "trains";
+  const auto reading = atlas::reading_from_json(
+      run.contains("reading") && run["reading"].is_object() ? run["reading"] : nlohmann::json::object());
+  const bool guard = run.contains("guard_stop") && run["guard_stop"].is_boolean()
+                         ? run["guard_stop"].get<bool>()
+                         : run.value("outcome", "") == "diverged" || reading.failure.rfind("diverged", 0) == 0;
+  return grid::to_string(atlas::outcome_of(reading, guard, unigram_bits));
+}
+
+double atlas_outcome_bits(const nlohmann::json& atlas) {
+  for (const char* k : {"unigram_entropy_bits", "init_loss_bits"})
+    if (atlas.contains(k) && atlas[k].is_number()) return atlas[k].get<double>();
+  return NAN;
+}
+
+std::string doctor_class(const std::string& label) {
+  const auto o = grid::outcome_from_string(label);
+  if (!o || !grid::is_label(*o))
+    throw InputError("label '" + label + "' (allowed: " + [] {
+      std::string s;
+      for (auto l : grid::kLabels) s += (s.empty() ? "" : ", ") + grid::to_string(l);
+      return s;
+    }() + ")");
+  switch (*o) {
+    case grid::Outcome::Trains: return "trains";
+    case grid::Outcome::TooSlow:
+    case grid::Outcome::Stalls: return "stalls";
+    default: return "diverges";
+  }
 }
 
 std::vector<std::string> atlas_run_overrides(const nlohmann::json& plan, const nlohmann::json& run) {
@@ -121,7 +141,7 @@ nlohmann::json read_atlas_json(const std::string& atlas_dir) {
 
 int collect(const CollectOptions& o) {
   const auto atlas = read_atlas_json(o.atlas_dir);
-  const double unigram = atlas.value("unigram_entropy_bits", NAN);
+  const double unigram = atlas_outcome_bits(atlas);
   const auto& plan = atlas["plan"];
   std::vector<Example> examples;
   std::map<std::string, size_t> have;
@@ -130,7 +150,9 @@ int collect(const CollectOptions& o) {
   std::vector<const nlohmann::json*> pending;
   for (auto& r : atlas["runs"]) {
     const auto outcome = r.value("outcome", "");
-    if (outcome != "converged" && outcome != "stalled" && outcome != "diverged") continue;
+    const auto label = grid::outcome_from_string(outcome);
+    if (!(label && grid::is_label(*label)) && outcome != "converged" && outcome != "stalled" && outcome != "diverged")
+      continue;  // not ended (the spellings before the labels count)
     if (!have.count(r.value("name", ""))) pending.push_back(&r);
   }
   int added = 0, probed = 0;

@@ -3,12 +3,16 @@
 // and how it ended. DIR/dataset.jsonl, one JSON object per line, kept in the repository, so a
 // refit (`stx doctor fit`) needs neither the atlas's run directories nor a rerun.
 //
-// The label, from the atlas's reading of the whole run:
-//   diverges  the guard stopped it (non-finite loss or gradient) or a loss spike (≥ 1 nat above
-//             the lowest loss before it, atlas_reading.h)
-//   stalls    it ended on the unigram plateau (final loss ≥ unigram entropy − 0.1 bit) or
-//             without learning (grid/run_status.h)
-//   trains    otherwise
+// The label: the run's outcome (grid/outcome.h, docs/reference.md#run-outcomes: trains, too slow,
+// stalls, spiked and recovered, diverges), recomputed from the atlas's reading of the whole run
+// (atlas_summary.h outcome_of). The doctor predicts three classes of them (doctor_class):
+//   trains    trains
+//   stalls    too slow or stalls: it ended on the unigram plateau (final loss ≥ H − 0.1 bit)
+//   diverges  diverges, or spiked and recovered: the guard stopped it, or a loss spike (≥ 1 nat
+//             above the lowest loss before it) — the set the doctor was fitted on, where a spike
+//             was a failure whatever came after it
+// "fails" is every class but trains. Examples collected before the labels hold the class itself
+// (trains, stalls or diverges).
 // The early lines come from the run's own metrics.jsonl when its directory is there, otherwise
 // from the doctor's probe of the run's config (the first K updates again: the same seed and data
 // order, so the same updates up to float rounding of the build).
@@ -29,7 +33,7 @@ struct Example {
   int64_t depth = 0, seed = 0, steps = 0;
   double lr = 0;
   bool warmup = true;
-  std::string label;  // trains | stalls | diverges
+  std::string label;  // an outcome label (grid/outcome.h); before the labels: trains | stalls | diverges
   std::string failure;
   std::optional<int64_t> failure_step;
   std::optional<double> final_bpb;
@@ -44,10 +48,17 @@ std::vector<Example> read_dataset(const std::string& path);  // throws InputErro
 void write_dataset(const std::string& path, const std::vector<Example>& examples);
 
 // An atlas run (an entry of atlas.json's "runs") as the atlas ran it: its --set assignments
-// on top of the atlas's config (atlas_plan.h run_overrides), the resolved config, and its label.
+// on top of the atlas's config (atlas_plan.h run_overrides), the resolved config, and its label
+// (from its "reading"; "guard_stop", or before the labels an outcome "diverged", for a guard
+// stop; `unigram_bits`: H of the rules, atlas_outcome_bits).
 std::vector<std::string> atlas_run_overrides(const nlohmann::json& plan, const nlohmann::json& run);
 Config atlas_run_config(const nlohmann::json& plan, const nlohmann::json& run);
 std::string atlas_label(const nlohmann::json& run, double unigram_bits);
+// H of an atlas.json: its unigram_entropy_bits, else its init_loss_bits (log₂ V).
+double atlas_outcome_bits(const nlohmann::json& atlas);
+// The doctor's class of a label: "trains", "stalls" or "diverges" (the header); InputError for
+// anything else.
+std::string doctor_class(const std::string& label);
 nlohmann::json read_atlas_json(const std::string& atlas_dir);  // InputError if absent or not an atlas
 
 struct CollectOptions {

@@ -133,7 +133,7 @@ int fit(const FitOptions& o) {
       continue;
     }
     c.train = train_depths.count(e.depth) && !held.count(e.scheme);
-    c.fails = e.label != "trains", c.diverges = e.label == "diverges";
+    c.fails = doctor_class(e.label) != "trains", c.diverges = doctor_class(e.label) == "diverges";
     cases.push_back(c);
   }
   // Fit on the training runs that did not diverge within the probe.
@@ -250,7 +250,7 @@ int fit(const FitOptions& o) {
       // Lead: how many updates before the failure the warning came; a run that failed at or
       // before K was not warned in advance and has none.
       if (c.fails && !std::isnan(p) && p >= m.threshold) {
-        const int64_t fail_at = c.ex->label == "diverges" && c.ex->failure_step ? *c.ex->failure_step : c.ex->steps;
+        const int64_t fail_at = c.diverges && c.ex->failure_step ? *c.ex->failure_step : c.ex->steps;
         if (fail_at > c.horizon) g.lead.push_back(fail_at - c.horizon);
       }
     }

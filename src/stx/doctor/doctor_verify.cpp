@@ -59,7 +59,7 @@ bool same_prescription(const nlohmann::json& stored_row, const std::vector<std::
 int verify(const VerifyOptions& o) {
   const auto atlas = read_atlas_json(o.atlas_dir);
   const auto& plan = atlas["plan"];
-  const double unigram = atlas.value("unigram_entropy_bits", NAN);
+  const double unigram = atlas_outcome_bits(atlas);
   std::map<std::string, nlohmann::json> runs;
   for (auto& r : atlas["runs"]) runs[r.value("name", "")] = r;
   const auto examples = read_dataset(o.data);
@@ -68,7 +68,7 @@ int verify(const VerifyOptions& o) {
   const std::set<std::string> held(o.holdout_schemes.begin(), o.holdout_schemes.end());
   std::vector<Case> cases;
   for (auto& e : examples) {
-    if (e.label == "trains" || (train_depths.count(e.depth) && !held.count(e.scheme))) continue;
+    if (doctor_class(e.label) == "trains" || (train_depths.count(e.depth) && !held.count(e.scheme))) continue;
     auto it = runs.find(e.name);
     if (it == runs.end()) continue;
     Case c;
@@ -101,7 +101,7 @@ int verify(const VerifyOptions& o) {
     if (!c.result.ended()) return;
     const auto records = MetricsLog::read((fs::path(dir_of(c)) / "metrics.jsonl").string());
     const auto reading = atlas::read_atlas(records, c.result);
-    nlohmann::json j = {{"outcome", grid::to_string(c.result.outcome)}, {"reading", atlas::to_json(reading)}};
+    nlohmann::json j = {{"guard_stop", c.result.guard_stop}, {"reading", atlas::to_json(reading)}};
     c.rerun_label = atlas_label(j, unigram);
     c.rerun_bpb = reading.final_bpb;
   };
@@ -185,7 +185,8 @@ int verify(const VerifyOptions& o) {
     c.rerun_label = it->second["rerun"].get<std::string>();
     if (it->second.contains("rerun_final_bpb") && it->second["rerun_final_bpb"].is_number())
       c.rerun_bpb = it->second["rerun_final_bpb"].get<double>();
-    c.result.outcome = grid::Outcome::Converged;  // ended: not run again
+    c.result.outcome = grid::outcome_from_string(c.rerun_label).value_or(grid::Outcome::Stalls);  // ended: not run
+    if (!grid::is_label(c.result.outcome)) c.result.outcome = grid::Outcome::Stalls;
   }
   write();
   std::mutex print;

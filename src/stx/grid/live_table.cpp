@@ -14,17 +14,21 @@
 #include <optional>
 #include <sstream>
 
+#include "stx/grid/outcome.h"
+#include "stx/grid/run_status.h"
+
 namespace stx::grid {
 
 namespace fs = std::filesystem;
 
 namespace {
 
-// The last training line and whether the run stopped at a divergence event.
+// The last training line, every train loss in bits, and whether the run stopped at a divergence event.
 struct Last {
   std::optional<nlohmann::json> line;
   bool diverged = false;
   std::optional<double> valid_nll;
+  std::vector<double> train_bits;
 };
 
 Last read_last(const std::string& dir) {
@@ -36,7 +40,10 @@ Last read_last(const std::string& dir) {
       auto j = nlohmann::json::parse(s);
       if (j.contains("event")) out.diverged = j.value("action", "") == "stop";
       else if (j.contains("valid_nll") && j["valid_nll"].is_number()) out.valid_nll = j["valid_nll"].get<double>();
-      else if (j.contains("loss")) out.line = std::move(j);
+      else if (j.contains("loss")) {
+        out.train_bits.push_back(j["loss"].is_number() ? j["loss"].get<double>() / std::log(2.0) : NAN);
+        out.line = std::move(j);
+      }
     } catch (const std::exception&) {
     }
   }
@@ -72,6 +79,12 @@ void LiveTable::stop() {
   std::cout << render() << std::flush;                                       // the final state
 }
 
+double LiveTable::unigram_of(const std::string& dir) const {
+  auto it = unigram_.find(dir);
+  if (it == unigram_.end()) it = unigram_.emplace(dir, run_unigram_bits(dir)).first;
+  return it->second;
+}
+
 std::string LiveTable::render() const {
   const double to_bits = bits_ ? 1.0 / std::log(2.0) : 1.0;
   std::ostringstream s;
@@ -93,10 +106,14 @@ std::string LiveTable::render() const {
       if (j.contains("attn_max_logit")) logit = max_under(j["attn_max_logit"]);
       if (j.contains("delta_f") && j["delta_f"].is_number()) df = j["delta_f"].get<double>();
     }
-    const std::string state = last.diverged    ? "DIVERGED"
-                              : step >= steps_ ? "done"
-                              : last.line      ? "training"
-                                               : "starting";
+    std::string state = last.line ? "training" : "starting";
+    if (last.diverged || step >= steps_) {  // ended: its label (grid/outcome.h)
+      OutcomeEvidence e;
+      e.guard_stop = last.diverged, e.train_bits = last.train_bits;
+      if (last.valid_nll) e.valid_bits = *last.valid_nll / std::log(2.0);
+      e.unigram_bits = unigram_of(r.dir);
+      state = to_string(classify_outcome(e));
+    }
     std::optional<double> valid;
     if (last.valid_nll) valid = *last.valid_nll * to_bits;
     s << fmt::format("{:<22} {:>6} {:>9} {:>10} {:>9} {:>9} {:>8}  {}\n", r.title, step, opt(loss, "{:.3f}"),

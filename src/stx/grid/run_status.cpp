@@ -10,25 +10,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "stx/config/config_io.h"
 #include "stx/core/atomic_file.h"
 #include "stx/core/run_dir.h"
+#include "stx/data/unigram.h"
 #include "stx/report/metrics_log.h"
 
 namespace stx::grid {
 
 namespace fs = std::filesystem;
-
-std::string to_string(Outcome o) {
-  switch (o) {
-    case Outcome::NotStarted: return "not-started";
-    case Outcome::Interrupted: return "interrupted";
-    case Outcome::Failed: return "failed";
-    case Outcome::Converged: return "converged";
-    case Outcome::Stalled: return "stalled";
-    case Outcome::Diverged: return "diverged";
-  }
-  return "?";
-}
 
 std::string duration_text(double seconds) {
   const auto s = static_cast<int64_t>(std::llround(seconds));
@@ -43,7 +33,8 @@ std::string short_cause(const std::string& cause) {
 }
 
 bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t steps) {
-  std::vector<double> losses;
+  std::vector<double> losses, bits;  // the finite train losses (nats); every one in bits (NaN: non-finite)
+  std::vector<int64_t> loss_steps;
   bool finished = false;
   r.divergence_events = 0;
   for (const auto& j : records) {
@@ -58,7 +49,11 @@ bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t 
     }
     r.step = std::max(r.step, step);
     finished |= step >= steps;
-    if (j.contains("loss") && j["loss"].is_number()) losses.push_back(j["loss"].get<double>());
+    if (j.contains("loss") && !j.contains("event")) {  // a training line; a non-finite loss is logged as null
+      const double loss = j["loss"].is_number() ? j["loss"].get<double>() : NAN;
+      if (std::isfinite(loss)) losses.push_back(loss);
+      bits.push_back(loss / std::log(2.0)), loss_steps.push_back(step);
+    }
     if (j.contains("valid_loss") && j["valid_loss"].is_number()) {
       r.valid_loss = j["valid_loss"].get<double>();
       r.valid_nll = j.contains("valid_nll") && j["valid_nll"].is_number()
@@ -77,14 +72,36 @@ bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t 
     r.first_loss = losses.front();
     r.end_loss = sum / static_cast<double>(tail);
   }
-  if (finished && r.outcome != Outcome::Diverged) {
-    bool stalled = losses.size() >= 2 && !(*r.end_loss < 0.9 * *r.first_loss);
-    const auto nll = r.valid_nll ? r.valid_nll : r.valid_loss;
-    if (nll && r.vocab_size > 1) stalled |= !(*nll < std::log(static_cast<double>(r.vocab_size)));
-    r.outcome = stalled ? Outcome::Stalled : Outcome::Converged;
-    r.cause.clear();  // updates the guard skipped or rolled back are counted in divergence_events
+  const auto valid = r.valid_nll ? r.valid_nll : r.valid_loss;
+  OutcomeEvidence e;
+  e.guard_stop = r.guard_stop;
+  e.train_bits = bits;
+  if (valid) e.valid_bits = *valid / std::log(2.0);
+  r.final_bits = final_bits(e.valid_bits, bits);
+  if (auto i = first_spike(bits)) r.spike_step = loss_steps[*i];
+  if (finished || r.guard_stop) {
+    e.unigram_bits = r.unigram_bits;
+    r.outcome = classify_outcome(e);
+    if (!r.guard_stop) r.cause.clear();  // updates the guard skipped or rolled back are counted in divergence_events
   }
   return finished;
+}
+
+double run_unigram_bits(const std::string& dir, bool* is_log2v) {
+  Config c;
+  try {
+    c = load_config_file((fs::path(dir) / "config.yaml").string());
+  } catch (const std::exception&) {
+    return NAN;
+  }
+  double h = NAN;
+  try {
+    h = unigram_entropy_bits(c.data, (fs::path(dir) / "spm.tgt.model").string());
+  } catch (const std::exception&) {
+    h = NAN;  // a corpus no longer there: log₂ V
+  }
+  if (is_log2v) *is_log2v = !std::isfinite(h);
+  return plateau_entropy(h, c.model.vocab_size);
 }
 
 RunResult read_run(const std::string& dir, const std::string& scheme, int64_t depth, int64_t steps) {
@@ -106,6 +123,7 @@ RunResult read_run(const std::string& dir, const std::string& scheme, int64_t de
   try {
     auto y = YAML::LoadFile(at("config.yaml"));
     if (y["model"] && y["model"]["vocab_size"]) r.vocab_size = y["model"]["vocab_size"].as<int64_t>();
+    if (y["data"] && y["data"]["tokenizer"]) r.bytes = y["data"]["tokenizer"].as<std::string>() == "bytes";
   } catch (const std::exception&) {
   }
   std::vector<nlohmann::json> records;
@@ -116,8 +134,16 @@ RunResult read_run(const std::string& dir, const std::string& scheme, int64_t de
       records.clear();
     }
   }
-  const bool diverged = status.is_object() && status.value("outcome", "") == "diverged";
-  if (diverged) r.outcome = Outcome::Diverged;
+  // The guard stopped it: "guard_stop" (this version), or "diverged" (before the labels: only a guard stop).
+  const bool diverged =
+      status.is_object() &&
+      ((status.contains("guard_stop") && status["guard_stop"].is_boolean() && status["guard_stop"].get<bool>()) ||
+       status.value("outcome", "") == "diverged");
+  r.guard_stop = diverged;
+  if (!diverged && std::any_of(records.begin(), records.end(), [&](const nlohmann::json& j) {
+        return j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() >= steps;
+      }))
+    r.unigram_bits = run_unigram_bits(dir, &r.unigram_is_log2v);  // only a finished run's label needs H
   const bool finished = classify(r, records, steps);
   if (diverged) {  // the status holds the child's own account
     r.step = status.value("step", r.step);
@@ -131,11 +157,9 @@ RunResult read_run(const std::string& dir, const std::string& scheme, int64_t de
 }
 
 void write_status(const std::string& dir, const RunResult& r) {
-  const nlohmann::json j = {{"exit_code", r.exit_code},
-                            {"outcome", to_string(r.outcome)},
-                            {"step", r.step},
-                            {"cause", r.cause},
-                            {"seconds", r.seconds}};
+  const nlohmann::json j = {{"exit_code", r.exit_code},   {"outcome", to_string(r.outcome)},
+                            {"guard_stop", r.guard_stop}, {"step", r.step},
+                            {"cause", r.cause},           {"seconds", r.seconds}};
   write_text_atomically((fs::path(dir) / "sweep_status.json").string(), j.dump(2) + "\n");
 }
 

@@ -1,61 +1,67 @@
-// stx/grid/run_status.h — the state of one run of a sweep, read from its directory
-// (metrics.jsonl, checkpoint_last.safetensors, config.yaml and the sweep's own
-// sweep_status.json), and the classification of a run that ended:
-//
-//   diverged  — `stx train` exited 1: the divergence guard stopped it (a non-finite loss or
-//               gradient, or a loss spike; train.on_divergence). Step and cause come from the
-//               last {"event":"divergence"} line of metrics.jsonl.
-//   stalled   — it finished all steps but did not learn: with L_first the first logged train
-//               loss and L_end the mean train loss over the last 10 % (at least one) of the
-//               logged training lines, L_end ≥ 0.9·L_first (needs ≥ 2 lines); or the last
-//               validation nll is ≥ ln V, the loss of the uniform guess over the V-piece
-//               vocabulary (no better than knowing nothing).
-//   converged — it finished all steps and is not stalled.
+// stx/grid/run_status.h — the state of one run of a grid, read from its directory
+// (metrics.jsonl, checkpoint_last.safetensors, config.yaml and the grid's own
+// sweep_status.json), and the label of a run that ended (grid/outcome.h: trains, too slow,
+// stalls, spiked and recovered, diverges). A run ended when the divergence guard stopped it
+// (`stx train` exited 1; step and cause from the last {"event":"divergence"} line of
+// metrics.jsonl) or when it logged all N steps. The label's H is the unigram entropy of the run's
+// own training split and tokenizer (config.yaml's data section, spm.tgt.model; data/unigram.h),
+// log₂ V (config.yaml's model.vocab_size) where it cannot be computed.
 // A run that has not ended is not-started (no checkpoint), interrupted (a checkpoint, fewer
 // than N steps: the sweep resumes it) or failed (the child crashed or was killed without a
 // sweep signal, e.g. out of memory: a rerun of the sweep retries it).
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace stx::grid {
+#include "stx/grid/outcome.h"
 
-enum class Outcome { NotStarted, Interrupted, Failed, Converged, Stalled, Diverged };
-std::string to_string(Outcome);
+namespace stx::grid {
 
 struct RunResult {
   std::string name, scheme;
   int64_t depth = 0;
   Outcome outcome = Outcome::NotStarted;
-  int64_t step = 0;                                         // last step logged (diverged: the step that diverged)
-  std::string cause;                                        // diverged: the guard's cause; failed: how the child ended
-  int exit_code = -1;                                       // of the last `stx train` child (-1: unknown)
-  double seconds = 0;                                       // wall time of all the run's children together
-  int64_t divergence_events = 0;                            // skipped/rolled-back updates included
-  int64_t last_event_step = 0;                              // step of the last divergence event (0: none)
-  int64_t vocab_size = 0;                                   // the run's tokenizer's (config.yaml), 0 if unknown
-  std::optional<double> first_loss, end_loss;               // the stall test's L_first, L_end
+  bool guard_stop = false;                     // the divergence guard stopped it (outcome diverges)
+  int64_t step = 0;                            // last step logged (guard stop: the step that diverged)
+  std::string cause;                           // guard stop: the guard's cause; failed: how the child ended
+  int exit_code = -1;                          // of the last `stx train` child (-1: unknown)
+  double seconds = 0;                          // wall time of all the run's children together
+  int64_t divergence_events = 0;               // skipped/rolled-back updates included
+  int64_t last_event_step = 0;                 // step of the last divergence event (0: none)
+  int64_t vocab_size = 0;                      // the run's tokenizer's (config.yaml), 0 if unknown
+  bool bytes = false;                          // data.tokenizer: bytes (bits per token = per byte)
+  double unigram_bits = NAN;                   // the H the label used (NaN: not needed or unknown)
+  bool unigram_is_log2v = false;               // ... log₂ V: the entropy could not be computed
+  std::optional<double> first_loss, end_loss;  // nats: the first logged train loss, the mean of the
+                                               // last 10 % (at least one) of them
   std::optional<double> valid_loss, valid_nll, valid_bleu;  // the last validation line
   int64_t valid_step = 0;
+  std::optional<double> final_bits;   // f of the outcome rules (bits per token)
+  std::optional<int64_t> spike_step;  // the first logged spike (outcome.h), if any
 
-  bool ended() const {
-    return outcome == Outcome::Converged || outcome == Outcome::Stalled || outcome == Outcome::Diverged;
-  }
+  bool ended() const { return is_label(outcome); }
 };
 
 // Reads a run directory (absent: NotStarted). `steps` is the sweep's N.
 RunResult read_run(const std::string& dir, const std::string& scheme, int64_t depth, int64_t steps);
 
-// Fills the loss numbers of `r` from metrics records and, if finished, sets Converged/Stalled.
+// Fills the loss numbers of `r` from metrics records and, if it finished or the guard stopped it
+// (r.guard_stop), sets its label with H = r.unigram_bits.
 // Returns whether the records show all `steps` steps done.
 bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t steps);
 
+// H of the run in `dir` (data/unigram.h, from its config.yaml and spm.tgt.model), or log₂ V of
+// its config.yaml where the entropy cannot be computed (then *is_log2v is set; NaN without a
+// config.yaml).
+double run_unigram_bits(const std::string& dir, bool* is_log2v = nullptr);
+
 // DIR/run/sweep_status.json, written atomically after each child exits:
-// {"exit_code","outcome","step","cause","seconds"}.
+// {"exit_code","outcome","guard_stop","step","cause","seconds"}; "outcome" is outcome.h's string.
 void write_status(const std::string& dir, const RunResult& r);
 
 // "12:34" or "1:02:03": a wall time for results and reports.

@@ -81,7 +81,7 @@ RunResult run_train_child(const TrainChild& c, const RunResult& before) {
   if (*code == 0) {
     if (!r.ended()) r.outcome = Outcome::Failed, r.cause = fmt::format("exited 0 at step {} < {}", r.step, c.steps);
   } else if (*code == 1) {
-    r.outcome = Outcome::Diverged;
+    r.outcome = Outcome::Diverges, r.guard_stop = true;
     if (r.last_event_step > 0) r.step = r.last_event_step;
     if (r.cause.empty()) r.cause = last_line_with(log, "diverged at step ");
   } else if (*code > 128 && forwarded) {

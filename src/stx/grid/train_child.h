@@ -5,7 +5,7 @@
 // at once); a SIGINT/SIGTERM of the
 // parent (stx/core/signals.h) forwarded once, so the child checkpoints and stops. The child's
 // exit is read back into a RunResult (run_status.h) and DIR/sweep_status.json:
-//   0 → converged/stalled (or failed when it stopped short), 1 → diverged (the guard),
+//   0 → its label (grid/outcome.h; failed when it stopped short), 1 → diverges (the guard stopped it),
 //   128+sig after a forwarded signal → interrupted, anything else → failed;
 //   2 (bad input) → InputError carrying the child's one-line message.
 #pragma once

@@ -21,13 +21,14 @@ namespace {
 
 using Records = std::vector<nlohmann::json>;
 
-// "step value" rows of the records holding a finite `key` (positive if log), step ≤ max_step.
-std::string series(const Records& rs, const char* key, bool log, int64_t max_step) {
+// "step value" rows of the records holding a finite `key` (positive if log), step ≤ max_step, the
+// value times `scale`.
+std::string series(const Records& rs, const char* key, bool log, int64_t max_step, double scale = 1.0) {
   std::ostringstream s;
   s.precision(10);
   for (auto& j : rs) {
     if (!j.contains(key) || !j[key].is_number() || j.contains("event")) continue;
-    const double v = j[key].get<double>();
+    const double v = j[key].get<double>() * scale;
     const int64_t step = j.value("step", int64_t{0});
     if (!std::isfinite(v) || (log && v <= 0) || step > max_step) continue;
     s << step << " " << v << "\n";
@@ -36,10 +37,16 @@ std::string series(const Records& rs, const char* key, bool log, int64_t max_ste
 }
 
 std::string legend(const RunResult& r) {
-  if (r.outcome == Outcome::Diverged)
-    return fmt::format("{} (diverged at {})", scheme_row(r.scheme).title, r.step);  // "@" is special in enhanced text
-  if (r.outcome == Outcome::Stalled) return scheme_row(r.scheme).title + " (stalled)";
+  if (r.ended() && r.guard_stop)  // "@" is special in enhanced text
+    return fmt::format("{} (diverges: stopped at {})", scheme_row(r.scheme).title, r.step);
+  if (r.ended() && r.outcome != Outcome::Trains) return scheme_row(r.scheme).title + " (" + to_string(r.outcome) + ")";
   return scheme_row(r.scheme).title;
+}
+
+// A horizontal line at y over [x0, x1] with its legend entry.
+Curve level(double y, double x0, double x1, const std::string& style, const std::string& color,
+            const std::string& title) {
+  return {fmt::format("{1} {0}\n{2} {0}\n", y, x0, x1), style, color, title};
 }
 
 }  // namespace
@@ -75,9 +82,22 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
     if (fs::exists(fig_dir / name)) out.push_back("figures/" + name);
   };
   const int64_t all = INT64_MAX;
+  // The report's unit (sweep_report.h): bits per byte for byte-level runs, else nats per token;
+  // H, the unigram entropy of the runs' training split (grid/outcome.h), as a line in it.
+  const bool bits = p.base.data.tokenizer == TokenizerKind::Bytes;
+  const double scale = bits ? 1.0 / std::log(2.0) : 1.0;
+  const char* unit = bits ? "bits per byte" : "loss per token (nats)";
+  double unigram = NAN;
+  for (auto& r : runs)
+    if (r.ended() && std::isfinite(r.unigram_bits)) unigram = r.unigram_bits;
+  const auto unigram_line = [&](double x0, double x1) {
+    return level(unigram * std::log(2.0) * scale, x0, x1, "lines lw 1.5 dt 4", "#444444",
+                 fmt::format("unigram entropy H = {:.3f} {} (the plateau)", unigram * std::log(2.0) * scale,
+                             bits ? "bits/byte" : "nats"));
+  };
   for (auto d : p.depths) {
     const auto label = depth_label(p.base, d);
-    Panel loss{"train loss (lines) and validation loss (points)", "update", "loss per token", false, true, {}};
+    Panel loss{"train loss (lines) and validation loss (points)", "update", unit, false, true, {}};
     Panel df{fmt::format("‖ΔF‖ from θ₀ on the probe batch (DeepNet Fig. 4), first {} updates", early_steps),
              "update",
              "mean token ‖ΔF‖₂",
@@ -96,14 +116,18 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
       if (r.vocab_size > 1) ln_v = std::log(static_cast<double>(r.vocab_size));
       const auto& rs = metrics[r.name];
       const auto c = scheme_row(r.scheme).color;
-      loss.curves.push_back({series(rs, "loss", true, all), "lines lw 2", c, legend(r)});
-      loss.curves.push_back({series(rs, "valid_loss", true, all), "points pt 7 ps 1.2", c, ""});
+      loss.curves.push_back({series(rs, "loss", true, all, scale), "lines lw 2", c, legend(r)});
+      loss.curves.push_back(
+          {series(rs, bits ? "valid_nll" : "valid_loss", true, all, scale), "points pt 7 ps 1.2", c, ""});
       df.curves.push_back({series(rs, "delta_f", true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
       gn.curves.push_back({series(rs, "grad_norm", true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
     }
-    if (ln_v > 0 && std::any_of(loss.curves.begin(), loss.curves.end(), [](auto& c) { return !c.data.empty(); }))
-      loss.curves.push_back(
-          {fmt::format("0 {0}\n{1} {0}\n", ln_v, p.steps), "lines lw 1 dt 2", "#777777", "ln V (uniform guess)"});
+    if (std::any_of(loss.curves.begin(), loss.curves.end(), [](auto& c) { return !c.data.empty(); })) {
+      if (ln_v > 0)
+        loss.curves.push_back(level(ln_v * scale, 0, static_cast<double>(p.steps), "lines lw 1 dt 2", "#777777",
+                                    bits ? "log₂ V (uniform guess)" : "ln V (uniform guess)"));
+      if (std::isfinite(unigram)) loss.curves.push_back(unigram_line(0, static_cast<double>(p.steps)));
+    }
     // One legend for both panels, under them.
     const std::string tight = "set autoscale yfix\nset offsets 0, 0, graph 0.04, graph 0.04\nset bmargin 7\n";
     df.extra = tight + "unset key\n";
@@ -119,9 +143,11 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
   if (p.depths.size() >= 2) {  // final validation numbers vs depth, finished runs only
     const bool mt = p.base.data.task == Task::Translation;
     Panel v{mt ? "validation BLEU after N updates vs depth"
-               : "validation loss after N updates vs depth (diverged runs omitted)",
+               : "validation loss after N updates vs depth (runs the divergence guard stopped omitted)",
             "layers per stack",
-            mt ? "BLEU" : "validation loss per token",
+            mt     ? "BLEU"
+            : bits ? "validation bits per byte"
+                   : "validation loss per token (nats)",
             true,
             false,
             {}};
@@ -129,12 +155,16 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
       std::ostringstream data;
       for (auto d : p.depths)
         for (auto& r : runs)
-          if (r.scheme == s && r.depth == d && (r.outcome == Outcome::Converged || r.outcome == Outcome::Stalled)) {
-            const auto& val = mt ? r.valid_bleu : r.valid_loss;
+          if (r.scheme == s && r.depth == d && r.ended() && !r.guard_stop) {
+            auto val = mt ? r.valid_bleu : bits ? r.valid_nll : r.valid_loss;
+            if (val && !mt) *val *= scale;
             if (val && std::isfinite(*val)) data << d << " " << *val << "\n";
           }
       v.curves.push_back({data.str(), "linespoints lw 2 pt 7 ps 1.2", scheme_row(s).color, scheme_row(s).title});
     }
+    if (!mt && std::isfinite(unigram))
+      v.curves.push_back(unigram_line(static_cast<double>(*std::min_element(p.depths.begin(), p.depths.end())),
+                                      static_cast<double>(*std::max_element(p.depths.begin(), p.depths.end()))));
     std::string tics;
     for (auto d : p.depths) tics += fmt::format("{}'{}' {}", tics.empty() ? "" : ", ", depth_label(p.base, d), d);
     v.extra = "set xtics (" + tics + ")\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";

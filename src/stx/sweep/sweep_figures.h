@@ -1,9 +1,13 @@
 // stx/sweep/sweep_figures.h — the figures of `stx sweep` (gnuplot via stx/report/plot.h), in
 // DIR/figures/, one colour per scheme throughout:
-//   loss_L{depth}.png   train loss (lines) and validation loss (points) vs step, every scheme;
+//   loss_L{depth}.png   train loss (lines) and validation loss (points) vs step, every scheme, with
+//                       the unigram entropy H of the training split (the plateau, grid/outcome.h) and
+//                       the uniform guess as horizontal lines; in bits per byte for byte-level runs
+//                       (the report's unit), else nats per token;
 //   early_L{depth}.png  over the first K updates: ‖ΔF‖ = ‖F(x,θ_t) − F(x,θ₀)‖ on the probe batch
 //                       (`delta_f`, DeepNet Fig. 4) and the global gradient norm (`grad_norm`);
-//   valid_vs_depth.png  the table as curves: final validation loss (BLEU for translation) vs depth.
+//   valid_vs_depth.png  the table as curves: final validation loss (BLEU for translation) vs depth,
+//                       with the H line.
 // All from the runs' metrics.jsonl; a figure with no data is skipped.
 #pragma once
 #include <cstdint>

@@ -34,19 +34,34 @@ std::shared_ptr<DirLock> prepare_out(const SweepOptions& o) {
                                 [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
+// The loss in the report's unit: bits per byte for a byte-level run, else nats per token.
+std::string loss_text(const RunResult& r, double nats) {
+  return r.bytes ? fmt::format("{:.3f} bits/byte", nats / std::log(2.0)) : fmt::format("{:.4f}", nats);
+}
+
 std::string result_text(const RunResult& r, bool translation) {
   const auto wall = r.seconds > 0 ? "  " + duration_text(r.seconds) : "";
+  if (r.ended() && r.guard_stop)
+    return fmt::format("diverges: the guard stopped it at step {}: {}", r.step, r.cause) + wall;
   switch (r.outcome) {
-    case Outcome::Converged:
-    case Outcome::Stalled: {
+    case Outcome::Trains:
+    case Outcome::TooSlow:
+    case Outcome::Stalls:
+    case Outcome::SpikedAndRecovered:
+    case Outcome::Diverges: {
       std::string s = to_string(r.outcome) + fmt::format("  {} steps", r.step);
-      if (r.first_loss) s += fmt::format("  train loss {:.3f} → {:.3f}", *r.first_loss, *r.end_loss);
-      if (r.valid_loss) s += fmt::format("  valid loss {:.4f}", *r.valid_loss);
+      if (r.spike_step) s += fmt::format("  loss spike at step {}", *r.spike_step);
+      if (r.first_loss) {
+        s += r.bytes ? fmt::format("  train {:.3f} → {:.3f} bits/byte", *r.first_loss / std::log(2.0),
+                                   *r.end_loss / std::log(2.0))
+                     : fmt::format("  train loss {:.3f} → {:.3f}", *r.first_loss, *r.end_loss);
+      }
+      if (r.bytes && r.valid_nll) s += "  valid " + loss_text(r, *r.valid_nll);
+      else if (r.valid_loss) s += fmt::format("  valid loss {:.4f}", *r.valid_loss);
       if (r.valid_nll) s += fmt::format(" (ppl {:.4g})", std::exp(*r.valid_nll));
       if (translation && r.valid_bleu) s += fmt::format("  BLEU {:.2f}", *r.valid_bleu);
       return s + wall;
     }
-    case Outcome::Diverged: return fmt::format("diverged at step {}: {}", r.step, r.cause) + wall;
     case Outcome::Failed: return "failed (" + r.cause + "); rerun the sweep to retry" + wall;
     case Outcome::Interrupted: return fmt::format("stopped at step {}; rerun the sweep to continue", r.step) + wall;
     case Outcome::NotStarted: return "not started";
@@ -89,17 +104,14 @@ class Runner {
     if (sig) return stop(sig);
     figures_ = draw_figures(o_.out, p, runs_, o_.early_steps);
     report();
-    int counts[6] = {};
-    for (auto& r : runs_) ++counts[static_cast<int>(r.outcome)];
-    std::cout << fmt::format("sweep: {} converged, {} stalled, {} diverged{}; report in {}",
-                             counts[int(Outcome::Converged)], counts[int(Outcome::Stalled)],
-                             counts[int(Outcome::Diverged)],
-                             counts[int(Outcome::Failed)]
-                                 ? fmt::format(", {} failed (rerun to retry)", counts[int(Outcome::Failed)])
-                                 : "",
+    std::vector<Outcome> outcomes;
+    for (auto& r : runs_) outcomes.push_back(r.outcome);
+    const auto failed = std::count(outcomes.begin(), outcomes.end(), Outcome::Failed);
+    std::cout << fmt::format("sweep: {}{}; report in {}", grid::label_counts(outcomes),
+                             failed ? fmt::format(", {} failed (rerun to retry)", failed) : "",
                              (fs::path(o_.out) / "sweep.md").string())
               << std::endl;
-    return counts[int(Outcome::Failed)] ? 1 : 0;
+    return failed ? 1 : 0;
   }
 
  private:
