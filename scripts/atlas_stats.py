@@ -1,7 +1,7 @@
 """The atlas's statistics over seeds (docs/atlas.md#statistics), from atlas.json alone (no packages).
 
-A run *learned* when it ended below the plateau cut (the corpus's unigram entropy − 0.1 bit) and
-the guard did not stop it: the outcomes "trains" and "spiked and recovered" (docs/reference.md#run-outcomes).
+A run *learned* when its outcome is "trains" (docs/reference.md#run-outcomes): it ended below the
+plateau cut (the corpus's unigram entropy − 0.1 bit) without a guard stop or a loss spike.
 Its loss is its final validation bits per byte. A *cell* is (scheme, depth, rate) with warm-up;
 its seeds are the runs that ended there.
 
@@ -33,7 +33,11 @@ class Atlas:
         return r["outcome"] in OLD_ENDED or r["outcome"] in NEW_ENDED
 
     def learned(self, r):
-        if not self.ended(r) or r["outcome"] in ("diverged", "diverges"):
+        """It trains: ended below the cut without a guard stop or a loss spike (a run that spiked and
+        recovered is reported per run, but is not a cell's loss: stx's atlas_summary.h)."""
+        if not self.ended(r) or r["outcome"] in ("diverged", "diverges", "spiked and recovered"):
+            return False
+        if r["reading"].get("failure", "").startswith("loss spike"):
             return False
         b = r["reading"].get("final_bpb")
         return b is not None and b < self.cut
@@ -151,7 +155,7 @@ def curve_label(a, r):
     curve = rd.get("train_curve") or []
     if not curve:
         return None
-    guard = rd.get("failure", "").startswith("diverged")  # the guard stopped it
+    guard = r.get("guard_stop", r["outcome"] == "diverged")  # the guard stopped it (old entries: "diverged")
     b = rd.get("final_bpb")
     below = b is not None and b < a.cut
     if guard:

@@ -32,7 +32,7 @@ void register_experiment(Registry& reg) {
     bool quick = false, quiet = false;
     // atlas
     std::string schemes, depths, lrs;
-    int64_t seeds = -1, warmup = -1, neighbours = 1;
+    int64_t seeds = -1, warmup = -1, neighbours = 1, max_depth = 0;
     double nowarm_lr = -1;
     int jobs = 2;
     bool report_only = false;
@@ -81,12 +81,15 @@ void register_experiment(Registry& reg) {
                   "atlas: from the third depth on, the rates within this many grid points of the best below")
       ->capture_default_str();
   sub->add_option("--jobs", o->jobs, "atlas: runs at once, one thread each")->capture_default_str();
+  sub->add_option("--max-depth", o->max_depth,
+                  "atlas: start no run deeper than this now; they stay in the plan for a later invocation (0: all)")
+      ->capture_default_str();
   sub->add_flag("--report-only", o->report_only,
                 "atlas: rewrite atlas.md, atlas.json and the figures from the runs that ended; start nothing");
   reg.add(sub, [o, all, sub] {
     // An option of the other experiment is a mistake, not something to ignore.
-    const std::vector<std::string> atlas_only{"--schemes",   "--depths",     "--lrs",  "--seeds",      "--warmup",
-                                              "--nowarm-lr", "--neighbours", "--jobs", "--report-only"};
+    const std::vector<std::string> atlas_only{"--schemes",   "--depths",     "--lrs",  "--seeds",       "--warmup",
+                                              "--nowarm-lr", "--neighbours", "--jobs", "--report-only", "--max-depth"};
     const std::vector<std::string> collapse_only{"--arms", "--multipliers", "--sgd-lr", "--collapse-threshold",
                                                  "--spike-nats"};
     for (auto& opt : o->name == "atlas" ? collapse_only : atlas_only)
@@ -99,6 +102,9 @@ void register_experiment(Registry& reg) {
     if (ec) throw InputError("cannot find the stx binary (/proc/self/exe): " + ec.message());
     if (o->name == "atlas") {
       if (o->jobs < 1) throw InputError(fmt::format("--jobs {}: must be at least 1", o->jobs));
+      if (o->max_depth < 0)
+        throw InputError(
+            fmt::format("--max-depth {}: must be a number of layers ≥ 1, or 0 for every depth", o->max_depth));
       const auto base = resolve_config(o->cfg.config, o->cfg.overrides);
       atlas::AtlasOptions a;
       const int64_t steps = o->steps > 0 ? o->steps : (o->quick ? 60 : base.train.max_steps);
@@ -117,7 +123,7 @@ void register_experiment(Registry& reg) {
                                 o->seeds > 0 ? o->seeds : (o->quick ? 1 : 2), steps, warmup, nowarm, o->neighbours,
                                 o->quick);
       a.exe = exe, a.out = o->out, a.command = command_line(), a.quiet = o->quiet, a.jobs = o->jobs;
-      a.report_only = o->report_only;
+      a.report_only = o->report_only, a.max_depth = o->max_depth;
       return atlas::run_atlas(a);
     }
     collapse::ExperimentOptions e;

@@ -59,6 +59,13 @@ with tempfile.TemporaryDirectory() as d:
             "--set", "train.log_every=5", "--set", "train.eval_every=20", "--set", "train.valid_sentences=10",
             "--schemes", "post,pre", "--depths", "1,2,3", "--lrs", "1e-3,1e-2", "--seeds", "2", "--steps", "20",
             "--warmup", "5", "--nowarm-lr", "1e-2", "--neighbours", "0", "--quiet"]
+    r0 = run_stx(STX, args + ["--max-depth", "1"], env=ENV, timeout=900)
+    j0 = json.load(open(os.path.join(out, "atlas.json"))) if os.path.exists(os.path.join(out, "atlas.json")) else {}
+    runs0 = j0.get("runs", [])
+    check("--max-depth 1: exit 0, depth 1 ended, the deeper runs planned and waiting, none started",
+          r0.returncode == 0 and runs0 and all(x["outcome"] != "not-started" for x in runs0 if x["depth"] == 1)
+          and all(x["outcome"] == "not-started" and x["skipped"].startswith("waiting") for x in runs0
+                  if x["depth"] > 1 and x["seed"] == 0 and x["warmup"]), (r0.stdout + r0.stderr)[-800:])
     r = run_stx(STX, args, env=ENV, timeout=900)
     check("atlas runs to the end (exit 0)", r.returncode == 0, (r.stdout + r.stderr)[-1500:])
     j = json.load(open(os.path.join(out, "atlas.json"))) if os.path.exists(os.path.join(out, "atlas.json")) else {}
@@ -219,6 +226,7 @@ with tempfile.TemporaryDirectory() as d:
             ("decreasing rates", ["--lrs", "1e-2,1e-3"], ["--lrs", "increase"]),
             ("unknown scheme", ["--schemes", "post,nope"], ["nope"]),
             ("zero jobs", ["--jobs", "0"], ["--jobs"]),
+            ("a negative --max-depth", ["--max-depth", "-1"], ["--max-depth"]),
             ("warm-up past the steps", ["--steps", "10", "--warmup", "10"], ["--warmup"]),
             ("an entropy-collapse option", ["--arms", "post"], ["--arms", "entropy-collapse"]),
             ("--report-only where no atlas is", ["--report-only"], ["--report-only", "no atlas"]),

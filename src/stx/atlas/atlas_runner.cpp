@@ -309,8 +309,10 @@ class Runner {
       auto& e = entries_[pending[i]];
       if (e.result.ended()) return "done before";
       e.skipped = rule_out(e);
+      if (e.skipped.empty() && o_.max_depth > 0 && e.run.depth > o_.max_depth)
+        e.skipped = fmt::format("waiting for a run without --max-depth {}", o_.max_depth);
       if (!e.skipped.empty()) {
-        waited += waiting(e);
+        waited += waiting(e) && !(o_.max_depth > 0 && e.run.depth > o_.max_depth);  // the latter cannot end now
         if (!waiting(e)) std::cout << tag(i) << ": not run: " << e.skipped << std::endl;
         return e.skipped;
       }

@@ -21,6 +21,8 @@ struct AtlasOptions {
   int jobs = 2;
   bool quiet = false;
   bool report_only = false;  // rewrite the report and figures from the ended runs; start nothing
+  int64_t max_depth = 0;     // > 0: start no run deeper than this now (they stay planned: a later
+                             // invocation without it runs them)
 };
 
 // 0: every run ended or was ruled out; 1: a child failed (rerun to retry); 128 + signal when stopped.
