@@ -42,7 +42,9 @@ STEPS=(
   "python|question 3: the Python corpus, 6 and 24 layers|--config configs/atlas-python.yaml --out docs/atlas-python --schemes $WIDTH_SCHEMES --depths 6,24 --lrs 3e-4,1e-3,3e-3,1e-2,3e-2 --seeds 3"
   "width128|question 1: d_model 128, 6 and 24 layers|$C --out docs/atlas-width/d128 --set model.d_model=128 --set model.d_ff=512 --schemes $WIDTH_SCHEMES --depths 6,24 --lrs 3e-4,1e-3,3e-3,1e-2,3e-2 --seeds 3"
   "width256|question 1: d_model 256, 6 layers|$C --out docs/atlas-width/d256 --set model.d_model=256 --set model.d_ff=1024 --schemes $WIDTH_SCHEMES --depths 6 --lrs 3e-4,1e-3,3e-3,1e-2,3e-2 --seeds 3"
+  "horizon|question 2: 4,000 updates (x10 tokens) at 24 layers|$C --out docs/atlas-horizon --steps 4000 --schemes pre,depth-scaled,rezero,t-fixup --depths 24 --lrs 3e-3,1e-2 --seeds 3 --nowarm-lr 0"
   "seeds-96|three seeds per cell at 96 layers|$C --out docs/atlas --depths 6,24,96,384 --neighbours 1 --seeds 3 --max-depth 96"
+  "retune-384|384 layers: Pre-LN, depth-scaled, ReZero over 4 rates, 3 seeds at the best +- 1|$C --out docs/atlas-384 --schemes pre,depth-scaled,rezero --depths 6,384 --lrs 1e-3,3e-3,1e-2,3e-2 --seeds 3 --neighbours 1 --nowarm-lr 0"
 )
 
 for s in "${STEPS[@]}"; do
