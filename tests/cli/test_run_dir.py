@@ -58,7 +58,7 @@ with tempfile.TemporaryDirectory() as d:
     # 1. Two trains on one directory: the second is refused while the first runs, and the first
     #    ends exactly as if alone.
     a = os.path.join(d, "a")
-    slow = TINY + ["--set", "train.max_steps=400"]
+    slow = TINY + ["--set", "train.max_steps=1000000"]  # stopped by SIGTERM below: must outlast the checks
     p = start(["train", "--out", a, "--quiet"] + slow)
     wait_for_step(p, a, 2)
     before = {f: sha(os.path.join(a, f)) for f in ("config.yaml", "probe.safetensors")}

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "stx/collapse/collapse_reading.h"
+#include "stx/grid/outcome.h"
 
 namespace stx::atlas {
 
@@ -78,7 +79,8 @@ Reading read_atlas(const std::vector<nlohmann::json>& records, const grid::RunRe
     if (auto d = number(j, "/delta_f_step")) sig["delta_f_step"].push_back({step, *d});
     const double loss = j["loss"].is_number() ? j["loss"].get<double>() : NAN;
     sig["loss"].push_back({step, loss});
-    if (!spike && best_loss && (!std::isfinite(loss) || loss > *best_loss + 1.0)) spike = step;
+    if (!spike && best_loss && (!std::isfinite(loss) || loss >= *best_loss + grid::kSpikeNats - 1e-9))
+      spike = step;  // grid/outcome.h's spike: ≥ 1 nat above the lowest loss before it
     if (std::isfinite(loss)) best_loss = best_loss ? std::min(*best_loss, loss) : loss;
     out.train_curve.push_back({step, std::round(loss / std::log(2.0) * 1e4) / 1e4});
     const auto reach = grad_reach(j);

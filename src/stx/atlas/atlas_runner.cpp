@@ -76,26 +76,11 @@ bool ended_outcome(const std::string& o) {
 }
 
 std::string result_text(const Entry& e) {
-  const auto& r = e.result;
-  std::string s;
-  switch (r.outcome) {
-    case Outcome::Trains:
-    case Outcome::TooSlow:
-    case Outcome::Stalls:
-    case Outcome::SpikedAndRecovered:
-    case Outcome::Diverges:
-      s = r.guard_stop
-              ? fmt::format("diverges: the guard stopped it at step {}: {}", r.step, grid::short_cause(r.cause))
-              : grid::to_string(r.outcome) +
-                    (e.reading.final_bpb ? fmt::format("  {:.3f} bits/byte", *e.reading.final_bpb) : "");
-      break;
-    case Outcome::Failed: return "failed (" + r.cause + "); rerun to retry";
-    case Outcome::Interrupted: return fmt::format("stopped at step {}; rerun to continue", r.step);
-    case Outcome::NotStarted: return e.skipped.empty() ? "not started" : "not run: " + e.skipped;
-  }
-  if (!e.reading.first_mover.empty())
-    s += fmt::format("  ({} moved first, at step {})", e.reading.first_mover, *e.reading.first_mover_step);
-  return s + (r.seconds > 0 ? "  " + grid::duration_text(r.seconds) : "");
+  const auto& g = e.reading;
+  return grid::result_line(
+      e.result, g.final_bpb ? fmt::format("  {:.3f} bits/byte", *g.final_bpb) : "",
+      g.first_mover.empty() ? "" : fmt::format("  ({} moved first, at step {})", g.first_mover, *g.first_mover_step),
+      e.skipped);
 }
 
 class Runner {

@@ -42,25 +42,11 @@ std::vector<nlohmann::json> records_of(const std::string& dir) {
 
 std::string result_text(const Entry& e) {
   const auto& r = e.run;
-  std::string s;
-  switch (r.outcome) {
-    case Outcome::Trains:
-    case Outcome::TooSlow:
-    case Outcome::Stalls:
-    case Outcome::SpikedAndRecovered:
-    case Outcome::Diverges:
-      s = r.guard_stop
-              ? fmt::format("diverges: the guard stopped it at step {}: {}", r.step, r.cause)
-              : grid::to_string(r.outcome) + (r.valid_loss ? fmt::format("  valid loss {:.4f}", *r.valid_loss) : "");
-      break;
-    case Outcome::Failed: return "failed (" + r.cause + "); rerun to retry";
-    case Outcome::Interrupted: return fmt::format("stopped at step {}; rerun to continue", r.step);
-    case Outcome::NotStarted: return e.skipped.empty() ? "not started" : "not run: " + e.skipped;
-  }
   const auto& g = e.reading;
-  if (g.min_entropy) s += fmt::format("  lowest layer entropy {:.3f} @ {}", *g.min_entropy, g.min_entropy_step);
-  s += g.collapse_step ? fmt::format("  collapsed @ {}", *g.collapse_step) : "";
-  return s + (r.seconds > 0 ? "  " + grid::duration_text(r.seconds) : "");
+  std::string extra =
+      g.min_entropy ? fmt::format("  lowest layer entropy {:.3f} @ {}", *g.min_entropy, g.min_entropy_step) : "";
+  extra += g.collapse_step ? fmt::format("  collapsed @ {}", *g.collapse_step) : "";
+  return grid::result_line(r, r.valid_loss ? fmt::format("  valid loss {:.4f}", *r.valid_loss) : "", extra, e.skipped);
 }
 
 class Runner {

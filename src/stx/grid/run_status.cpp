@@ -32,6 +32,20 @@ std::string short_cause(const std::string& cause) {
   return cause.size() > 24 ? cause.substr(0, 24) + "…" : cause;
 }
 
+std::string result_line(const RunResult& r, const std::string& loss, const std::string& extra,
+                        const std::string& skipped) {
+  switch (r.outcome) {
+    case Outcome::Failed: return "failed (" + r.cause + "); rerun to retry";
+    case Outcome::Interrupted: return fmt::format("stopped at step {}; rerun to continue", r.step);
+    case Outcome::NotStarted: return skipped.empty() ? "not started" : "not run: " + skipped;
+    default: break;
+  }
+  const std::string s = r.guard_stop
+                            ? fmt::format("diverges: the guard stopped it at step {}: {}", r.step, short_cause(r.cause))
+                            : to_string(r.outcome) + loss;
+  return s + extra + (r.seconds > 0 ? "  " + duration_text(r.seconds) : "");
+}
+
 bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t steps) {
   std::vector<double> losses, bits;  // the finite train losses (nats); every one in bits (NaN: non-finite)
   std::vector<int64_t> loss_steps;

@@ -70,4 +70,9 @@ std::string duration_text(double seconds);
 // The short form of a divergence cause for a table cell ("non-finite", "loss spike").
 std::string short_cause(const std::string& cause);
 
+// A grid's line for one run. Ended: its label and `loss` (or the guard's step and cause), then
+// `extra` and its wall time. Not ended: its state, or why it is not run (`skipped`).
+std::string result_line(const RunResult& r, const std::string& loss, const std::string& extra,
+                        const std::string& skipped);
+
 }  // namespace stx::grid
