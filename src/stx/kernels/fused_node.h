@@ -2,12 +2,10 @@
 // instead of through torch::autograd::Function: the node holds the sub-layer's saved state as a
 // plain C++ struct and has an edge only to what needs a gradient from it.
 //
-// Function::apply packed every input (some 26 per attention sub-layer, most of them absent or, with
-// direct gradients, detached parameters), saved each tensor as a SavedVariable, kept flags in an
-// IValue map and wrapped each output; at d64 × 24 that bookkeeping, the detaches and the node's
-// wrappers were ~4 % of a training step by its call stacks, and the node made by hand made the
-// step 2–5 % faster (docs/performance.md, "The fused nodes made by hand").
-// Here the forward runs below autograd (as Function::apply runs its forward), and when any input
+// Why not Function::apply: it would pack every input (some 26 per attention sub-layer, most of them
+// absent, or parameters detached for direct gradients), save each tensor as a SavedVariable and wrap
+// each output — ~4–5 % of the d64 × 24 step by its call stacks (docs/performance.md).
+// The forward runs below autograd (as Function::apply runs its forward), and when any input
 // needs a gradient one FusedNode<S> is recorded on y with edges to the node's inputs — with
 // direct gradients (direct_grads.h) only x (and the cross-attention's memory). Double backward
 // (create_graph) is refused: the backward is hand-written, not made of differentiable ops.

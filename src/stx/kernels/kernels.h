@@ -22,9 +22,9 @@ void set_attention_core(AttentionCore a);
 AttentionCore attention_core_choice();
 
 // Whether a layer runs its self-attention and FFN sub-layers as one fused node each
-// (fused_sublayer.h) where the scheme allows, or composed of the modules (model/residual.h) as
-// before: `stx bench --layers`, and the tests that hold the two equal. Fused by default; with
-// kernels() == Reference nothing is fused.
+// (fused_sublayer.h) where the scheme allows, or composed of the modules (model/residual.h):
+// `stx bench --kernels composed` and the tests that hold the two equal switch to Composed. Fused by
+// default; with kernels() == Reference nothing is fused.
 enum class LayerPath { Fused, Composed };
 
 void set_layer_path(LayerPath p);

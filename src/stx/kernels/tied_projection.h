@@ -2,10 +2,10 @@
 // softmax weights are the embedding E [V, d]) as one autograd node on stx's band kernel
 // (band_gemm.h): dh = dz E and dE = dzᵀ h read dz, E and h where they lie instead of BLAS's packed
 // copies (at d64 with 8,000 words: 0.74× and 0.88× OpenBLAS's time, build/stx_gemm_bench); the
-// forward z = h Eᵀ packs Eᵀ once per call (pack_bt). The forward on the band kernel: the d64 × 24
-// step 4–9 % faster (paired, median 1.056) on a Zen 5 whose OpenBLAS runs its AVX2 kernels at half
-// their rate; an earlier sitting, at OpenBLAS's full rate, had it 0.55 ms slower (docs/performance.md).
-// With it, no product of a one-thread d64 step depends on the BLAS's kernel family.
+// forward z = h Eᵀ packs Eᵀ once per call (pack_bt). The forward on the band kernel made the d64 × 24
+// step faster (paired median 1.056) where OpenBLAS ran its AVX2 kernels, and no slower (1.016) at
+// OpenBLAS's full AVX-512 rate (docs/performance.md). With it, no product of a one-thread d64 step
+// depends on the BLAS's kernel family.
 // Equals torch::matmul(h, E.t()) up to rounding (tests/test_kernels.cpp).
 // Under a DirectGradsScope (direct_grads.h) dE is added into E.grad() by the product (β = 1).
 #pragma once

@@ -34,8 +34,9 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward_step(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
                              torch::Tensor& k, torch::Tensor& v);
 
-  // Neither QK-LayerNorm, nor soft-capping, nor Sub-LN's inner norm: the fused sub-layer's case.
-  double softcap() const { return softcap_; }  // Gemma 2's c in z ← c·tanh(z/c) on the logits (0: none)
+  // Settings the fused sub-layers (kernels/fused_sublayer.h, called from layer.cpp) read off the
+  // module, with its projections and norms.
+  double softcap() const { return softcap_; }  // Gemma 2's c in z ← c·tanh(z/c) on the scores (0: none)
   double attention_dropout() const { return attention_dropout_; }
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
