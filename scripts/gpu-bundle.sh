@@ -2,7 +2,7 @@
 # Packs this machine's build of stx (built against the CUDA LibTorch wheel in .venv) with the
 # libraries it needs that a machine with PyTorch but no Debian -dev packages lacks (OpenBLAS and
 # its Fortran runtime, yaml-cpp, SentencePiece), so that scripts/gpu-check.sh can run it there
-# without building (STX_BUNDLE=DIR): on a GPU lent by the minute, a 16-core build is minutes of it.
+# without building (STX_BUNDLE=DIR): GPU time is for measuring, and a 16-core build takes minutes.
 # LibTorch and CUDA's libraries are not packed: the target's PyTorch 2.11 (CUDA) wheel has them.
 #   Usage: scripts/gpu-bundle.sh [BUILD_DIR] [DIR]     (defaults build, gpu-bundle; DIR is ignored by git)
 set -euo pipefail

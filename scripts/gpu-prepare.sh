@@ -2,8 +2,9 @@
 # Gathers, on a machine with Debian 12's package archive, everything scripts/gpu-check.sh needs on
 # a GPU machine that has PyTorch, a compiler, CMake, ninja and the CUDA toolkit but no package
 # registry and no -dev packages: the Debian packages of stx's C++ dependencies, downloaded as .debs
-# and unpacked into one prefix, gpu-deps/root/ (ignored by git; about 15 MB, the device tool
-# carries at most 64 MiB). PyTorch itself is not gathered: the GPU machine has its own 2.11.
+# and unpacked into one prefix, gpu-deps/root/ (ignored by git; about 15 MB, kept under 60 MB, LIMIT_MB,
+# so that it can be copied to a GPU machine without network access together with the checkout).
+# PyTorch itself is not gathered: the GPU machine has its own 2.11.
 #   Usage: scripts/gpu-prepare.sh [DIR]        (default gpu-deps)
 # gpu-check.sh finds the prefix with STX_DEPS=DIR (its default is gpu-deps when that exists).
 set -euo pipefail

@@ -28,7 +28,7 @@ for h in yaml-cpp/yaml.h CLI/CLI.hpp nlohmann/json.hpp gtest/gtest.h sentencepie
   [ ! -e "$ROOT/usr/include/$h" ] || { echo "gpu-rehearse: $ROOT is not clean: it has /usr/include/$h" >&2; exit 1; }
 done
 
-# The checkout (tracked and untracked-not-ignored files, as the device tool sends it) and gpu-deps/.
+# The checkout (tracked and untracked-not-ignored files, what is copied to the GPU machine) and gpu-deps/.
 rm -rf "$ROOT/stx" && mkdir -p "$ROOT/stx"
 git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$ROOT/stx"
 cp -a gpu-deps "$ROOT/stx/"
