@@ -41,6 +41,6 @@ done
 mb=$(du -sm "$DIR" | cut -f1)
 echo "gpu-prepare: $DIR/root holds $(find "$DIR/root" -type f | wc -l) files, ${mb} MB"
 if [ "$mb" -gt "$LIMIT_MB" ]; then
-  echo "gpu-prepare: $DIR is ${mb} MB, over the ${LIMIT_MB} MB the GPU machine's carry allows" >&2
+  echo "gpu-prepare: $DIR is ${mb} MB, over the ${LIMIT_MB} MB limit (the bundle is copied to a GPU machine without network access)" >&2
   exit 1
 fi
