@@ -30,11 +30,17 @@ struct Ffn {
     FusedJoin j;
     j.pre = pre;
     const JoinWeights jw{nw, nb, {}, {}, {}, {}, {}, {}, {}};
-    return fused_ffn_sublayer(x, false, j, jw, NormWeights{}, w1, b1, w2, b2);
+    const Features ask{pre ? Feature::PreJoin : Feature::PostJoin,
+                       Feature::LayerNorm,
+                       Feature::ReLU,
+                       Feature::Bias,
+                       Feature::CPU,
+                       Feature::Float64};
+    return fused_ffn_sublayer(ask, x, false, j, jw, NormWeights{}, w1, b1, w2, b2);
   }
 };
 
-bool available(const Ffn& f) { return fused_sublayer_available(f.x, NormKind::LayerNorm); }
+bool available(const Ffn&) { return !fused_ffn_implements().empty(); }
 
 TEST(FusedNode, EdgesToEveryInputOrOnlyXWithDirectGradients) {
   Ffn f;

@@ -41,7 +41,7 @@ using test::expect_close;
 // Restores the default kernels when a test ends.
 struct KernelsGuard {
   ~KernelsGuard() {
-    set_kernels(Kernels::Fused), set_attention_core(AttentionCore::Auto), set_layer_path(LayerPath::Fused);
+    set_kernels(Kernels::Fused), set_attention_core(AttentionCore::Auto);
     set_head_products(HeadProducts::Band);
   }
 };
@@ -469,7 +469,7 @@ void fused_sublayers_equal_composed() {
         std::vector<torch::Tensor> buffers;  // σReparam's u, v: each training forward iterates them
         for (auto& b : model->buffers()) buffers.push_back(b.clone());
         for (auto path : {LayerPath::Composed, LayerPath::Fused}) {
-          set_layer_path(path);
+          model->set_layer_path(path);
           seed_cpu(5);
           {
             torch::NoGradGuard no_grad;
@@ -499,15 +499,17 @@ TEST(Kernels, FusedSublayersEqualComposed) { on_one_and_two_threads(fused_sublay
 TEST(Kernels, FusedSublayerRunsWhereTheSchemeAllows) {
   KernelsGuard guard;
   auto x = torch::randn({2, 5, 16});
-  EXPECT_TRUE(fused_sublayer_available(x, NormKind::LayerNorm));
-  EXPECT_TRUE(fused_sublayer_available(x, NormKind::RMSNorm));
-  EXPECT_TRUE(fused_sublayer_available(x, NormKind::DyT));
-  EXPECT_FALSE(fused_sublayer_available(x.to(torch::kHalf), NormKind::LayerNorm));
-  set_layer_path(LayerPath::Composed);
-  EXPECT_FALSE(fused_sublayer_available(x, NormKind::LayerNorm));
-  set_layer_path(LayerPath::Fused);
+  auto m = test::tiny(Arch::Decoder, Scheme::Pre);
+  m.d_model = 16;
+  Layer layer(m, /*causal=*/true, /*cross=*/false, 1.0, 0, 2);
+  EXPECT_EQ(layer->path_choice(x).path, LayerPath::Fused) << layer->path_choice(x).why;
+  EXPECT_EQ(layer->path_choice(x.to(torch::kDouble)).path, LayerPath::Fused);
+  EXPECT_EQ(layer->path_choice(x.to(torch::kHalf)).path, LayerPath::Composed);
+  layer->set_composed(true);
+  EXPECT_EQ(layer->path_choice(x).path, LayerPath::Composed);
+  layer->set_composed(false);
   set_kernels(Kernels::Reference);
-  EXPECT_FALSE(fused_sublayer_available(x, NormKind::LayerNorm));
+  EXPECT_EQ(layer->path_choice(x).path, LayerPath::Composed);
   set_kernels(Kernels::Fused);
   // The node that ends a layer: the FFN sub-layer's, or the composed path's last op.
   auto last_node = [&](Scheme scheme, bool qk_norm, bool with_tap, NormKind norm = NormKind::LayerNorm,

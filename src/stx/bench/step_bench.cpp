@@ -101,7 +101,6 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   else use_default_threads(m.d_model, r.tokens_per_step);
   r.threads = at::get_num_threads();
   set_kernels(o.reference_kernels ? Kernels::Reference : Kernels::Fused);
-  set_layer_path(o.composed_layers ? LayerPath::Composed : LayerPath::Fused);
   r.kernels = o.reference_kernels ? "reference" : o.composed_layers ? "composed" : "fused";
   set_cpu_cache_enabled(!o.system_allocator);
   r.allocator = cpu_cache_enabled() ? "cache" : "system";
@@ -117,6 +116,11 @@ StepBenchResult run_step_bench(const StepBenchOptions& o) {
   initialize(*model, static_cast<uint64_t>(seed));
   model->to(device);
   model->set_checkpoint_activations(cfg.train.checkpoint_activations);
+  model->set_layer_path(o.composed_layers ? LayerPath::Composed : LayerPath::Fused);
+  {
+    const auto c = model->layer_path(torch::empty({0}, model->parameters().front().options()));
+    r.layer_path = c.path == LayerPath::Fused ? "fused" : "composed", r.layer_path_why = c.why;
+  }
   r.checkpoint_activations = cfg.train.checkpoint_activations;
   model->train();
   torch::manual_seed(seed + 1);
@@ -240,6 +244,8 @@ nlohmann::json StepBenchResult::to_json() const {
           {"allocator", allocator},
           {"head_products", head_products},
           {"grads", grads},
+          {"layer_path", layer_path},
+          {"layer_path_why", layer_path_why},
           {"cache_hit_rate", cache_hit_rate},
           {"cache_blocks_returned", cache_returned},
           {"batch", batch},
@@ -279,6 +285,7 @@ std::string StepBenchResult::to_text() const {
       "device: {}  threads: {}  activation checkpointing: {}  kernels: {}  allocator: {}  head products: {}  "
       "grads: {}\n",
       device, threads, checkpoint_activations ? "on" : "off", kernels, allocator, head_products, grads);
+  s += fmt::format("layers: {} ({})\n", layer_path, layer_path_why);
   if (allocator == "cache")
     s += fmt::format("allocator cache: {:.2f} % of the timed steps' requests served from it, {} blocks returned\n",
                      100 * cache_hit_rate, cache_returned);

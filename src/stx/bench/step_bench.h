@@ -39,6 +39,8 @@ struct StepBenchResult {
   std::string allocator = "cache";     // "cache" (core/cpu_cache.h) or "system" (LibTorch's)
   std::string head_products = "band";  // the attention core's per-head products: "band" or "blas" (kernels.h)
   std::string grads = "direct";        // "direct" (kernels/direct_grads.h) or "autograd"
+  std::string layer_path = "fused";    // the path the layers took (model/layer.h): "fused" or "composed"
+  std::string layer_path_why;          // the capability gate's reason (kernels/fused_features.h)
   double cache_hit_rate = 0;           // the cache's hits / requests over the timed steps (0 for "system")
   int64_t cache_returned = 0;          // blocks it gave back to malloc in the timed steps (end_cpu_cache_step)
   bool checkpoint_activations = false;

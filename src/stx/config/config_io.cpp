@@ -309,6 +309,13 @@ std::vector<std::string> config_keys() {
   return out;
 }
 
+std::string config_key_allowed(const std::string& key) {
+  Config c;
+  for (auto& k : keys_of(c))
+    if (k.name == key) return k.allowed;
+  throw InputError("unknown config key '" + shown_value(key) + "'");
+}
+
 Config load_config_file(const std::string& path) {
   Config cfg;
   for (auto& a : read_config_assignments(path)) set_key(cfg, a.key, a.value);

@@ -46,6 +46,9 @@ OptimizerKind parse_optimizer(const std::string& name);
 
 // All keys, "section.key", in declaration order (for messages and docs).
 std::vector<std::string> config_keys();
+// What a key allows, as its error messages say it: "true | false", "post | pre | …" for the
+// named values, or a phrase for numbers ("a positive integer"). InputError for an unknown key.
+std::string config_key_allowed(const std::string& key);
 
 // The first key (declaration order) outside `ignored` whose value differs between two configs
 // in config_to_json form; a key `stored` lacks (newer than it) passes.

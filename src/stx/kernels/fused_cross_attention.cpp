@@ -88,7 +88,7 @@ struct CrossAttentionSublayer {
 
 }  // namespace
 
-torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch::Tensor& memory,
+torch::Tensor fused_cross_attention_sublayer(const Features& asked, const torch::Tensor& x, const torch::Tensor& memory,
                                              const torch::Tensor& memory_pad, int64_t heads, double attention_dropout,
                                              double softcap, const FusedJoin& join, const JoinWeights& jw,
                                              const NormWeights& inner, const NormWeights& qn, const NormWeights& kn,
@@ -99,6 +99,7 @@ torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch
                                           jw.gain,   jw.skip,   jw.heads,  inner.w,  inner.b,  inner.a,
                                           qn.w,      qn.b,      kn.w,      kn.b,     wq,       bq,
                                           wk,        bk,        wv,        bv,       wo,       bo};
+  check_implements("the fused cross-attention sub-layer", asked, fused_cross_attention_implements());
   CrossAttentionSublayer s;
   s.heads = heads;
   torch::Tensor y;
@@ -115,14 +116,14 @@ torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch
   return y;
 }
 
-#else  // no BLAS: fused_sublayer_available() is false
+#else  // no BLAS: the fused sub-layers implement nothing
 
-torch::Tensor fused_cross_attention_sublayer(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, int64_t,
-                                             double, double, const FusedJoin&, const JoinWeights&, const NormWeights&,
-                                             const NormWeights&, const NormWeights&, const torch::Tensor&,
+torch::Tensor fused_cross_attention_sublayer(const Features&, const torch::Tensor&, const torch::Tensor&,
+                                             const torch::Tensor&, int64_t, double, double, const FusedJoin&,
+                                             const JoinWeights&, const NormWeights&, const NormWeights&,
+                                             const NormWeights&, const torch::Tensor&, const torch::Tensor&,
                                              const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                             const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                             const torch::Tensor&) {
+                                             const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
   TORCH_CHECK(false, "fused_cross_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
 

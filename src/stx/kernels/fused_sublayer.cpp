@@ -21,15 +21,43 @@
 
 namespace stx {
 
-bool fused_sublayer_available(const torch::Tensor& x, NormKind kind) {
+namespace {
+// What every fused sub-layer implements: each scheme's join (fused_join.h), each norm kind, the
+// inner norms, biases, σReparam's W/σ (an input like any weight), dropout; CPU float32/float64.
+Features common_features() {
 #ifdef STX_HAVE_BLAS
-  return kernels() == Kernels::Fused && layer_path() == LayerPath::Fused && x.device().is_cpu() &&
-         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble) &&
-         (kind == NormKind::LayerNorm || kind == NormKind::RMSNorm || kind == NormKind::DyT || kind == NormKind::None);
+  using F = Feature;
+  return {F::PostJoin,     F::PreJoin,   F::Alpha,   F::NormScale,   F::BranchScale, F::Gain,      F::Skip,
+          F::OutNorm,      F::LayerNorm, F::RMSNorm, F::DynamicTanh, F::NoNorm,      F::InnerNorm, F::Bias,
+          F::SigmaReparam, F::Dropout,   F::CPU,     F::Float32,     F::Float64};
 #else
-  (void)x, (void)kind;
-  return false;
+  return {};
 #endif
+}
+}  // namespace
+
+namespace {
+Features with(Features f, std::initializer_list<Feature> more) {
+  if (!f.empty())
+    for (auto x : more) f.add(x);
+  return f;
+}
+}  // namespace
+
+const Features& fused_attention_implements() {
+  static const Features f = with(common_features(), {Feature::HeadScales, Feature::QKNorm, Feature::Softcap,
+                                                     Feature::Causal, Feature::AttentionDropout});
+  return f;
+}
+
+const Features& fused_cross_attention_implements() {
+  static const Features f = with(common_features(), {Feature::QKNorm, Feature::Softcap, Feature::AttentionDropout});
+  return f;
+}
+
+const Features& fused_ffn_implements() {
+  static const Features f = with(common_features(), {Feature::ReLU, Feature::GELU});
+  return f;
 }
 
 #ifdef STX_HAVE_BLAS
@@ -171,12 +199,14 @@ struct FFNSublayer {
 
 }  // namespace
 
-torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
-                                       double attention_dropout, double softcap, const FusedJoin& join,
-                                       const JoinWeights& jw, const NormWeights& inner, const NormWeights& qn,
-                                       const NormWeights& kn, const torch::Tensor& wq, const torch::Tensor& wk,
-                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
-                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo) {
+torch::Tensor fused_attention_sublayer(const Features& asked, const torch::Tensor& x, const torch::Tensor& key_pad,
+                                       int64_t heads, bool causal, double attention_dropout, double softcap,
+                                       const FusedJoin& join, const JoinWeights& jw, const NormWeights& inner,
+                                       const NormWeights& qn, const NormWeights& kn, const torch::Tensor& wq,
+                                       const torch::Tensor& wk, const torch::Tensor& wv, const torch::Tensor& bq,
+                                       const torch::Tensor& bk, const torch::Tensor& bv, const torch::Tensor& wo,
+                                       const torch::Tensor& bo) {
+  check_implements("the fused attention sub-layer", asked, fused_attention_implements());
   const std::vector<torch::Tensor> params{jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a,
                                           jw.gain,   jw.skip,   jw.heads,  inner.w,  inner.b,  inner.a,
                                           qn.w,      qn.b,      kn.w,      kn.b,     wq,       wk,
@@ -195,9 +225,10 @@ torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tens
   return y;
 }
 
-torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
-                                 const NormWeights& mid, const torch::Tensor& w1, const torch::Tensor& b1,
-                                 const torch::Tensor& w2, const torch::Tensor& b2) {
+torch::Tensor fused_ffn_sublayer(const Features& asked, const torch::Tensor& x, bool gelu, const FusedJoin& join,
+                                 const JoinWeights& jw, const NormWeights& mid, const torch::Tensor& w1,
+                                 const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2) {
+  check_implements("the fused FFN sub-layer", asked, fused_ffn_implements());
   const std::vector<torch::Tensor> params{jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a,
                                           jw.gain,   jw.skip,   jw.heads,  mid.w,    mid.b,    mid.a,
                                           w1,        b1,        w2,        b2};
@@ -215,17 +246,18 @@ torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJ
   return y;
 }
 
-#else  // no BLAS: fused_sublayer_available() is false
+#else  // no BLAS: the fused sub-layers implement nothing
 
-torch::Tensor fused_attention_sublayer(const torch::Tensor&, const torch::Tensor&, int64_t, bool, double, double,
-                                       const FusedJoin&, const JoinWeights&, const NormWeights&, const NormWeights&,
-                                       const NormWeights&, const torch::Tensor&, const torch::Tensor&,
+torch::Tensor fused_attention_sublayer(const Features&, const torch::Tensor&, const torch::Tensor&, int64_t, bool,
+                                       double, double, const FusedJoin&, const JoinWeights&, const NormWeights&,
+                                       const NormWeights&, const NormWeights&, const torch::Tensor&,
                                        const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                       const torch::Tensor&) {
   TORCH_CHECK(false, "fused_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
-torch::Tensor fused_ffn_sublayer(const torch::Tensor&, bool, const FusedJoin&, const JoinWeights&, const NormWeights&,
-                                 const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+torch::Tensor fused_ffn_sublayer(const Features&, const torch::Tensor&, bool, const FusedJoin&, const JoinWeights&,
+                                 const NormWeights&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
                                  const torch::Tensor&) {
   TORCH_CHECK(false, "fused_ffn_sublayer: stx was built without BLAS (kernels/blas.h)");
 }

@@ -11,7 +11,7 @@
 //   in reverse; the join's again adds dh to dx (through N, Pre-LN style).
 // It replaces some 170 LibTorch ops and autograd nodes per sub-layer with one node, where the
 // framework's per-op cost is what separates a small model's step from its products
-// (docs/performance.md#fused-layer). The weights are inputs (step_weight(): σReparam's W/σ
+// (docs/performance.md#what-the-cpu-step-is-made-of). The weights are inputs (step_weight(): σReparam's W/σ
 // passes through), so autograd still reaches every parameter. Dropout draws its seed where
 // stx::dropout would, and the attention core its mask where attention_core.h does, so the
 // result equals the composed path (model/residual.cpp, kernels = Fused) up to rounding:
@@ -20,31 +20,35 @@
 #include <torch/torch.h>
 
 #include "stx/config/config.h"
+#include "stx/kernels/fused_features.h"
 #include "stx/kernels/fused_join.h"
 
 namespace stx {
 
-// True when the fused sub-layer can run on x: CPU float32/float64, kernels() == Fused and
-// layer_path() == Fused (kernels.h), stx built with BLAS, and a LayerNorm, an RMSNorm, a Dynamic
-// Tanh or none.
-bool fused_sublayer_available(const torch::Tensor& x, NormKind kind);
+// What each fused sub-layer implements (fused_features.h): the joins, the norms, the branch's
+// options below, on CPU float32/float64 tensors; nothing when stx was built without BLAS. Each
+// kernel takes the layer's ask and refuses one outside its set.
+const Features& fused_attention_implements();
+const Features& fused_cross_attention_implements();
+const Features& fused_ffn_implements();
 
 // Self-attention. x [B, T, d]; key_pad [B, T] bool (true at padding) or undefined; every bias
 // undefined when absent. attention_dropout: on P (0 outside training). softcap: Gemma 2's c on the
 // scores (0: none; attention_core.h). inner: Sub-LN's norm on
 // the core's output before W_o; q_norm, k_norm: QK-LayerNorm's over each head's queries and keys
 // (undefined: none; kernels/inner_norms.h).
-torch::Tensor fused_attention_sublayer(const torch::Tensor& x, const torch::Tensor& key_pad, int64_t heads, bool causal,
-                                       double attention_dropout, double softcap, const FusedJoin& join,
-                                       const JoinWeights& jw, const NormWeights& inner, const NormWeights& q_norm,
-                                       const NormWeights& k_norm, const torch::Tensor& wq, const torch::Tensor& wk,
-                                       const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
-                                       const torch::Tensor& bv, const torch::Tensor& wo, const torch::Tensor& bo);
+torch::Tensor fused_attention_sublayer(const Features& asked, const torch::Tensor& x, const torch::Tensor& key_pad,
+                                       int64_t heads, bool causal, double attention_dropout, double softcap,
+                                       const FusedJoin& join, const JoinWeights& jw, const NormWeights& inner,
+                                       const NormWeights& q_norm, const NormWeights& k_norm, const torch::Tensor& wq,
+                                       const torch::Tensor& wk, const torch::Tensor& wv, const torch::Tensor& bq,
+                                       const torch::Tensor& bk, const torch::Tensor& bv, const torch::Tensor& wo,
+                                       const torch::Tensor& bo);
 
 // Cross-attention (a decoder layer's, fused_cross_attention.cpp): queries from x [B, T, d], keys
 // and values from memory [B, Tk, d] (the encoder's output), memory_pad [B, Tk] bool or undefined;
 // no causal band; inner: Sub-LN's norm before W_o; q_norm, k_norm: QK-LayerNorm's.
-torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch::Tensor& memory,
+torch::Tensor fused_cross_attention_sublayer(const Features& asked, const torch::Tensor& x, const torch::Tensor& memory,
                                              const torch::Tensor& memory_pad, int64_t heads, double attention_dropout,
                                              double softcap, const FusedJoin& join, const JoinWeights& jw,
                                              const NormWeights& inner, const NormWeights& q_norm,
@@ -55,8 +59,8 @@ torch::Tensor fused_cross_attention_sublayer(const torch::Tensor& x, const torch
 
 // Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU. mid: Sub-LN's
 // or NormFormer's norm on the activation before W₂ (undefined: none).
-torch::Tensor fused_ffn_sublayer(const torch::Tensor& x, bool gelu, const FusedJoin& join, const JoinWeights& jw,
-                                 const NormWeights& mid, const torch::Tensor& w1, const torch::Tensor& b1,
-                                 const torch::Tensor& w2, const torch::Tensor& b2);
+torch::Tensor fused_ffn_sublayer(const Features& asked, const torch::Tensor& x, bool gelu, const FusedJoin& join,
+                                 const JoinWeights& jw, const NormWeights& mid, const torch::Tensor& w1,
+                                 const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2);
 
 }  // namespace stx

@@ -21,15 +21,6 @@ enum class AttentionCore { Auto, Sdpa, Stx };
 void set_attention_core(AttentionCore a);
 AttentionCore attention_core_choice();
 
-// Whether a layer runs its self-attention and FFN sub-layers as one fused node each
-// (fused_sublayer.h) where the scheme allows, or composed of the modules (model/residual.h):
-// `stx bench --kernels composed` and the tests that hold the two equal switch to Composed. Fused by
-// default; with kernels() == Reference nothing is fused.
-enum class LayerPath { Fused, Composed };
-
-void set_layer_path(LayerPath p);
-LayerPath layer_path();
-
 // How stx's attention core (attention_core.h) multiplies within a head: Band = stx's own
 // product kernel (band_gemm.h), which computes only the causal band; Blas = one dense BLAS call
 // per product. Band by default; `stx bench --head-products` and the tests switch.

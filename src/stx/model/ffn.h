@@ -19,7 +19,7 @@ class FFNImpl : public torch::nn::Module {
   // mid: a norm over d_ff owned elsewhere (NormFormer), used instead of ffn_layernorm.
   torch::Tensor forward(const torch::Tensor& x, Norm* mid = nullptr);
 
-  bool gelu() const { return act_ == Activation::GELU; }
+  Activation activation() const { return act_; }
 
   Linear fc1{nullptr}, fc2{nullptr};
   Norm ffn_layernorm{nullptr};  // Sub-LN only

@@ -113,13 +113,92 @@ SubLayer LayerImpl::sub(Which w) {
   return {final_layer_norm, kFFNNorm};
 }
 
-bool LayerImpl::use_fused(const torch::Tensor& x, const TapSite& tap) const {
-  // The fused sub-layers (kernels/fused_join.h, fused_sublayer.h) cover every scheme's join, the
-  // norms Sub-LN and NormFormer put inside G, NormFormer's head scales, QK-LayerNorm and
-  // soft-capping; a decoder layer's cross-attention too (fused_cross_attention.cpp).
-  return !tap.taps && !admin_profile && attention_core_choice() != AttentionCore::Sdpa &&
-         fused_sublayer_available(x, self_attn_layer_norm->kind()) &&
-         final_layer_norm->kind() == self_attn_layer_norm->kind();
+namespace {
+Features norm_feature(const Norm& n) {
+  switch (n->kind()) {
+    case NormKind::LayerNorm: return {Feature::LayerNorm};
+    case NormKind::RMSNorm: return {Feature::RMSNorm};
+    case NormKind::DyT: return {Feature::DynamicTanh};
+    case NormKind::None: return {Feature::NoNorm};
+  }
+  return {Feature::MixedNorms};  // a kind this list does not name: no kernel implements it
+}
+}  // namespace
+
+// The one place a layer's path is chosen: each sub-layer asks for what its modules and this run
+// need; fused only where every ask lies within its kernel's set (kernels/fused_features.h).
+LayerImpl::Asks LayerImpl::asks(const torch::Tensor& x, const TapSite& tap) const {
+  using F = Feature;
+  const auto& a = *self_attn;
+  Features run = norm_feature(self_attn_layer_norm);
+  run.add(F::MixedNorms, final_layer_norm->kind() != self_attn_layer_norm->kind());
+  run.add(spec_.post_style ? F::PostJoin : F::PreJoin)
+      .add(F::Alpha, spec_.alpha != 1.0)
+      .add(F::NormScale, spec_.norm_scale != 1.0)
+      .add(F::BranchScale, spec_.branch_scale != 1.0)
+      .add(F::Bias, a.q_proj->bias.defined())
+      .add(F::SigmaReparam, a.q_proj->reparam())
+      .add(F::Dropout, is_training() && spec_.dropout > 0)
+      .add(F::Taps, tap.taps != nullptr)
+      .add(F::AdminProfile, admin_profile != nullptr)
+      .add(x.device().is_cpu() ? F::CPU : F::OtherDevice)
+      .add(x.scalar_type() == torch::kFloat    ? F::Float32
+           : x.scalar_type() == torch::kDouble ? F::Float64
+                                               : F::OtherType)
+      .add(F::SdpaCore, attention_core_choice() == AttentionCore::Sdpa)
+      .add(F::ReferenceKernels, kernels() == Kernels::Reference)
+      .add(F::Composed, composed_);
+  auto attention = [&](const AttentionImpl& m, Features f) {
+    return f.add(F::InnerNorm, static_cast<bool>(m.inner_attn_ln))
+        .add(F::QKNorm, static_cast<bool>(m.q_norm))
+        .add(F::Softcap, m.softcap() > 0)
+        .add(F::AttentionDropout, is_training() && m.attention_dropout() > 0);
+  };
+  Asks r;
+  r.self = attention(a, run)
+               .add(F::Causal, causal_)
+               .add(F::Gain, self_attn_gain.defined())
+               .add(F::Skip, self_attn_skip.defined())
+               .add(F::OutNorm, self_attn_out_layer_norm || attn_ln)
+               .add(F::HeadScales, c_attn.defined());
+  if (encoder_attn)
+    r.cross = attention(*encoder_attn, run)
+                  .add(F::Gain, encoder_attn_gain.defined())
+                  .add(F::Skip, encoder_attn_skip.defined())
+                  .add(F::OutNorm, static_cast<bool>(encoder_attn_out_layer_norm));
+  const auto act = ffn->activation();
+  r.ffn = run.add(act == Activation::ReLU   ? F::ReLU
+                  : act == Activation::GELU ? F::GELU
+                                            : F::OtherActivation)
+              .add(F::InnerNorm, ffn_layernorm || ffn->ffn_layernorm)
+              .add(F::Gain, ffn_gain.defined())
+              .add(F::Skip, ffn_skip.defined() || w_resid.defined())
+              .add(F::OutNorm, static_cast<bool>(ffn_out_layer_norm));
+  return r;
+}
+
+namespace {
+bool runs_fused(const LayerImpl::Asks& a, bool cross) {
+  return a.self.within(fused_attention_implements()) && a.ffn.within(fused_ffn_implements()) &&
+         (!cross || a.cross.within(fused_cross_attention_implements()));
+}
+}  // namespace
+
+PathChoice LayerImpl::path_choice(const torch::Tensor& x, const TapSite& tap) const {
+  const auto r = asks(x, tap);
+  if (runs_fused(r, static_cast<bool>(encoder_attn)))
+    return {LayerPath::Fused, "the fused kernels implement every feature the sub-layers ask"};
+  if (fused_attention_implements().empty())
+    return {LayerPath::Composed, "stx was built without BLAS: no fused kernels"};
+  std::string missing;
+  auto need = [&](const char* what, const Features& ask, const Features& set) {
+    if (const auto out = ask.outside(set); !out.empty())
+      missing += (missing.empty() ? "" : "; ") + std::string(what) + ": " + out;
+  };
+  need("attention", r.self, fused_attention_implements());
+  if (encoder_attn) need("cross-attention", r.cross, fused_cross_attention_implements());
+  need("ffn", r.ffn, fused_ffn_implements());
+  return {LayerPath::Composed, "the fused kernels do not implement " + missing};
 }
 
 namespace {
@@ -140,38 +219,38 @@ FusedJoin join_of(const ResidualSpec& spec, const Norm& norm, bool training) {
 // A norm module's parameters for the fused nodes (none: an absent or norm-free module).
 static NormWeights weights_of(const Norm& n) { return n ? NormWeights{n->weight, n->bias, n->alpha} : NormWeights{}; }
 
-torch::Tensor LayerImpl::fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad) {
+torch::Tensor LayerImpl::fused_self_attn(const Features& ask, const torch::Tensor& x, const torch::Tensor& self_pad) {
   auto& a = *self_attn;
   const auto n = weights_of(self_attn_layer_norm);
   const auto out = weights_of(self_attn_out_layer_norm ? self_attn_out_layer_norm : attn_ln);  // Peri-LN; NormFormer
   const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, self_attn_gain, self_attn_skip, c_attn};
   return fused_attention_sublayer(
-      x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0, a.softcap(),
+      ask, x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0, a.softcap(),
       join_of(spec_, self_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln), weights_of(a.q_norm),
       weights_of(a.k_norm), a.q_proj->step_weight(), a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias,
       a.k_proj->bias, a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
 }
 
-torch::Tensor LayerImpl::fused_cross_attn(const torch::Tensor& x, const torch::Tensor& memory,
+torch::Tensor LayerImpl::fused_cross_attn(const Features& ask, const torch::Tensor& x, const torch::Tensor& memory,
                                           const torch::Tensor& memory_pad) {
   auto& a = *encoder_attn;
   const auto n = weights_of(encoder_attn_layer_norm), out = weights_of(encoder_attn_out_layer_norm);  // Peri-LN
   const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, encoder_attn_gain, encoder_attn_skip, torch::Tensor()};
   return fused_cross_attention_sublayer(
-      x, memory, memory_pad, heads_, is_training() ? a.attention_dropout() : 0.0, a.softcap(),
+      ask, x, memory, memory_pad, heads_, is_training() ? a.attention_dropout() : 0.0, a.softcap(),
       join_of(spec_, encoder_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln), weights_of(a.q_norm),
       weights_of(a.k_norm), a.q_proj->step_weight(), a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias,
       a.k_proj->bias, a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
 }
 
-torch::Tensor LayerImpl::fused_ffn(const torch::Tensor& x) {
+torch::Tensor LayerImpl::fused_ffn(const Features& ask, const torch::Tensor& x) {
   auto& f = *ffn;
   const auto n = weights_of(final_layer_norm), out = weights_of(ffn_out_layer_norm);
   const JoinWeights jw{
       n.w, n.b, n.a, out.w, out.b, out.a, ffn_gain, ffn_skip.defined() ? ffn_skip : w_resid, torch::Tensor()};
   const auto mid = weights_of(ffn_layernorm ? ffn_layernorm : f.ffn_layernorm);  // NormFormer's; Sub-LN's
-  return fused_ffn_sublayer(x, f.gelu(), join_of(spec_, final_layer_norm, is_training()), jw, mid, f.fc1->step_weight(),
-                            f.fc1->bias, f.fc2->step_weight(), f.fc2->bias);
+  return fused_ffn_sublayer(ask, x, f.activation() == Activation::GELU, join_of(spec_, final_layer_norm, is_training()),
+                            jw, mid, f.fc1->step_weight(), f.fc1->bias, f.fc2->step_weight(), f.fc2->bias);
 }
 
 torch::Tensor LayerImpl::cross_attn(const torch::Tensor& x, const torch::Tensor& memory,
@@ -186,10 +265,10 @@ torch::Tensor LayerImpl::cross_attn(const torch::Tensor& x, const torch::Tensor&
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x0, const torch::Tensor& self_pad, const torch::Tensor& memory,
                                  const torch::Tensor& memory_pad, const TapSite& tap) {
-  if (use_fused(x0, tap)) {
-    auto x = fused_self_attn(x0, self_pad);
-    if (encoder_attn) x = fused_cross_attn(x, memory, memory_pad);
-    return fused_ffn(x);
+  if (const auto ask = asks(x0, tap); runs_fused(ask, static_cast<bool>(encoder_attn))) {
+    auto x = fused_self_attn(ask.self, x0, self_pad);
+    if (encoder_attn) x = fused_cross_attn(ask.cross, x, memory, memory_pad);
+    return fused_ffn(ask.ffn, x);
   }
   const bool pre = !spec_.post_style;
   tap("input", x0);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "stx/config/config.h"
+#include "stx/kernels/fused_features.h"
 #include "stx/model/attention.h"
 #include "stx/model/ffn.h"
 #include "stx/model/incremental.h"
@@ -15,6 +16,15 @@
 #include "stx/model/residual.h"
 
 namespace stx {
+
+// How a layer runs: its sub-layers as one fused node each (kernels/fused_sublayer.h) or composed
+// of its modules (model/residual.h). The capability gate (kernels/fused_features.h) chooses.
+enum class LayerPath { Fused, Composed };
+
+struct PathChoice {
+  LayerPath path = LayerPath::Composed;
+  std::string why;  // "every feature the sub-layers ask is implemented" or what is missing
+};
 
 class LayerImpl : public torch::nn::Module {
  public:
@@ -29,6 +39,15 @@ class LayerImpl : public torch::nn::Module {
   // The initialization of the scheme's own parameters: ReZero's α_l = 0, LayerScale's λ_l = ε,
   // Admin's ω = 1 (before profiling), NormFormer's c_attn = w_resid = 1.
   void reset_gains();
+  // The path forward() takes on tensors like x (device, type) with `tap` watching, and why.
+  PathChoice path_choice(const torch::Tensor& x, const TapSite& tap = {}) const;
+  // What each sub-layer asks of the fused path (kernels/fused_features.h) on tensors like x.
+  struct Asks {
+    Features self, cross, ffn;
+  };
+  // Compose the sub-layers even where the fused kernels implement them (`stx bench --kernels
+  // composed`; the tests that hold the two paths equal).
+  void set_composed(bool on) { composed_ = on; }
 
   Attention self_attn{nullptr}, encoder_attn{nullptr};
   FFN ffn{nullptr};
@@ -53,18 +72,17 @@ class LayerImpl : public torch::nn::Module {
   SubLayer sub(Which w);
   torch::Tensor self_attn_out(const torch::Tensor& a);  // NormFormer's c_attn and attn_ln
 
-  // The fused sub-layers (kernels/fused_sublayer.h) for self-attention and FFN: when the scheme's
-  // join has no gains, skip weights or output norms, the attention is plain, and no tap or Admin
-  // profile watches the intermediate points.
-  bool use_fused(const torch::Tensor& x, const TapSite& tap) const;
-  torch::Tensor fused_self_attn(const torch::Tensor& x, const torch::Tensor& self_pad);
-  torch::Tensor fused_cross_attn(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_pad);
-  torch::Tensor fused_ffn(const torch::Tensor& x);
+  Asks asks(const torch::Tensor& x, const TapSite& tap) const;
+  torch::Tensor fused_self_attn(const Features& ask, const torch::Tensor& x, const torch::Tensor& self_pad);
+  torch::Tensor fused_cross_attn(const Features& ask, const torch::Tensor& x, const torch::Tensor& memory,
+                                 const torch::Tensor& memory_pad);
+  torch::Tensor fused_ffn(const Features& ask, const torch::Tensor& x);
   torch::Tensor cross_attn(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_pad,
                            const TapSite& tap);
 
   ResidualSpec spec_;
   bool causal_;
+  bool composed_ = false;
   double gain_init_ = 0.0;
   int64_t l_ = 0, heads_ = 1;
   std::string self_skip_name_, cross_skip_name_, ffn_skip_name_;

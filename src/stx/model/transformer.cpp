@@ -45,6 +45,24 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Te
   return logits;
 }
 
+void TransformerImpl::set_layer_path(LayerPath p) {
+  for (auto* s : {&encoder, &decoder})
+    if (*s)
+      for (auto& l : (*s)->layers) l->set_composed(p == LayerPath::Composed);
+}
+
+PathChoice TransformerImpl::layer_path(const torch::Tensor& like) const {
+  PathChoice r{LayerPath::Fused, ""};
+  for (const auto* s : {&encoder, &decoder})
+    if (*s)
+      for (const auto& l : (*s)->layers) {
+        auto c = l->path_choice(like);
+        if (c.path == LayerPath::Composed) return c;
+        r.why = c.why;
+      }
+  return r;
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> TransformerImpl::state() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (auto& p : named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value());

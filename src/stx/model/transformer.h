@@ -29,6 +29,12 @@ class TransformerImpl : public torch::nn::Module {
     if (encoder) encoder->set_checkpoint_activations(on);
     if (decoder) decoder->set_checkpoint_activations(on);
   }
+  // Every layer composed (LayerPath::Composed: `stx bench --kernels composed`, tests), or each
+  // where the capability gate allows fused (the default).
+  void set_layer_path(LayerPath p);
+  // The path a training step's layers take on tensors like `like` (device, type; no taps), and
+  // why: fused when every layer runs fused, else the first composed layer's reason.
+  PathChoice layer_path(const torch::Tensor& like) const;
   // Parameters and buffers under their docs/model.md names, in registration order.
   std::vector<std::pair<std::string, torch::Tensor>> state() const;
 
