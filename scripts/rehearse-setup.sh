@@ -28,6 +28,9 @@ done
 
 rm -rf "$ROOT/stx" && git clone -q "$(pwd)" "$ROOT/stx"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# The host's certificate authorities go along: a network that inspects TLS on its way to PyPI
+# signs with its own, which the host trusts and a fresh root does not. Nothing else of the host.
+cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/host-ca-certificates.crt"
 mounts=()
 bind() {
   mkdir -p "$ROOT$2"
@@ -47,6 +50,7 @@ run() {  # run NAME COMMAND: in the root, timed
   t0=$(date +%s)
   echo "rehearse-setup: $2 (log $OUT/$1.log)"
   chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    PIP_CERT=/etc/host-ca-certificates.crt SSL_CERT_FILE=/etc/host-ca-certificates.crt \
     bash -c "cd /stx && $2" >"$OUT/$1.log" 2>&1 || rc=$?
   echo "$2: exit $rc, $(($(date +%s) - t0)) s" | tee -a "$OUT/times.txt"
   return $rc
