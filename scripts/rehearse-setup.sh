@@ -7,6 +7,7 @@
 # OUT/times.txt, their output to OUT/demo.log and OUT/test.log. Not part of CI: it downloads
 # about 3 GB and takes about an hour on 2 cores.
 #   Usage (root): scripts/rehearse-setup.sh [ROOT] [OUT]   (defaults /var/tmp/stx-setup-root, setup-rehearsal)
+# ROOT is replaced on every run.
 # The checkout is copied as git would clone it (tracked files only, at HEAD's working tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,12 +15,17 @@ ROOT=${1:-/var/tmp/stx-setup-root}
 OUT=$(realpath -m "${2:-setup-rehearsal}")
 [ "$(id -u)" -eq 0 ] || { echo "rehearse-setup: needs root (debootstrap, chroot, bind mounts)" >&2; exit 2; }
 
-if [ ! -x "$ROOT/usr/bin/make" ]; then
+# The root starts as a copy of a debootstrapped base (kept beside it, ROOT.base), so each
+# rehearsal begins from nothing installed.
+BASE="$ROOT.base"
+if [ ! -x "$BASE/usr/bin/make" ]; then
   command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap
-  echo "rehearse-setup: creating the clean root $ROOT (Debian 12 minbase + git, make)"
-  debootstrap --variant=minbase --include=git,make,ca-certificates bookworm "$ROOT" http://deb.debian.org/debian \
+  echo "rehearse-setup: creating the base root $BASE (Debian 12 minbase + git, make)"
+  rm -rf "$BASE"
+  debootstrap --variant=minbase --include=git,make,ca-certificates bookworm "$BASE" http://deb.debian.org/debian \
     >/dev/null
 fi
+rm -rf "$ROOT" && cp -a "$BASE" "$ROOT"
 # What the root must not have before the rehearsal: a CUDA toolkit, the C++ libraries' headers.
 [ ! -e "$ROOT/usr/local/cuda" ] || { echo "rehearse-setup: $ROOT has /usr/local/cuda" >&2; exit 1; }
 for h in yaml-cpp/yaml.h CLI/CLI.hpp nlohmann/json.hpp gtest/gtest.h zlib.h; do
