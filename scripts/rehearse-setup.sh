@@ -34,6 +34,9 @@ done
 
 rm -rf "$ROOT/stx" && git clone -q "$(pwd)" "$ROOT/stx"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# What Debian's installer writes and debootstrap does not: the loopback names and this host's
+# name (torchrun's rendezvous resolves it).
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" >"$ROOT/etc/hosts"
 # The host's certificate authorities go along: a network that inspects TLS on its way to PyPI
 # signs with its own, which the host trusts and a fresh root does not. Nothing else of the host.
 cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/host-ca-certificates.crt"
