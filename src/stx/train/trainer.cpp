@@ -178,10 +178,8 @@ void Trainer::build_model() {
   for (auto& p : model_->named_parameters(true)) params.emplace_back(p.key(), p.value());
   opt_.emplace(params, cfg_.train);
   step_.emplace(*model_, *opt_, cfg_, device_);
-  if (main() && !o_.quiet) {  // which path the layers take and why (kernels/fused_features.h), once
-    const auto c = model_->layer_path(model_->parameters().front());
+  if (const auto c = model_->layer_path(model_->parameters().front()); main() && !o_.quiet)  // the gate's choice
     std::cerr << "layers: " << (c.path == LayerPath::Fused ? "fused" : "composed") << " (" << c.why << ")\n";
-  }
   schedule_ = Schedule{cfg_.train.schedule, cfg_.train.lr, cfg_.train.warmup_steps, cfg_.train.max_steps};
 }
 
