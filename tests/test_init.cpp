@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "helpers.h"
+#include "stx/model/depth_constants.h"
 
 namespace stx {
 namespace {

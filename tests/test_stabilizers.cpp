@@ -9,7 +9,7 @@
 
 #include "helpers.h"
 #include "stx/config/config_io.h"
-#include "stx/model/admin.h"
+#include "stx/model/admin_pass.h"
 #include "stx/model/layer.h"
 #include "stx/train/loss.h"
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "helpers.h"
+#include "stx/model/depth_constants.h"
 #include "stx/model/taps.h"
 
 namespace stx {

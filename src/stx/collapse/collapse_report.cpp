@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "stx/core/atomic_file.h"
-#include "stx/sweep/sweep_report.h"
+#include "stx/grid/run_status.h"
 
 namespace stx::collapse {
 

@@ -1,5 +1,5 @@
 // stx/collapse/collapse_runner.h — `stx experiment entropy-collapse`: runs the plan's grid
-// (collapse_plan.h) as `stx train` children in DIR/{arm}-x{m} (sweep/train_child.h), resumably:
+// (collapse_plan.h) as `stx train` children in DIR/{arm}-x{m} (grid/train_child.h), resumably:
 // ended runs are skipped, interrupted ones continued, and an arm's ladder stops at its first
 // divergence. After every run DIR/report.md and report.json are rewritten (collapse_report.h);
 // the figures (collapse_figures.h) are drawn at the end and when stopped. SIGINT/SIGTERM: the

@@ -86,12 +86,6 @@ struct ModelConfig {
   bool has_decoder() const { return arch != Arch::Encoder; }
 };
 
-// Layer l (0-based) of a stack of L joins its sub-layers Post-LN-style (x ← N(αx + G(x))) rather
-// than Pre-LN-style (x ← x + branch(x)): post, deepnorm, post-init, and Mix-LN's lower layers.
-bool post_style_layer(Scheme s, double mix_ln_ratio, int64_t l, int64_t L);
-// The stack ends in a final norm (every Pre-LN-style scheme; ReZero's is the identity, no norm).
-bool has_final_norm(Scheme s);
-
 struct TrainConfig {
   OptimizerKind optimizer = OptimizerKind::Adam;
   double lr = 5e-4;

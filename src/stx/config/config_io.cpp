@@ -273,20 +273,6 @@ void set_key(Config& cfg, const std::string& name, const std::string& value) {
 std::string to_string(Arch v) { return kArch.name(v); }
 std::string to_string(Scheme v) { return kScheme.name(v); }
 
-bool post_style_layer(Scheme s, double mix_ln_ratio, int64_t l, int64_t L) {
-  switch (s) {
-    case Scheme::Post:
-    case Scheme::DeepNorm:
-    case Scheme::PostInit:
-    case Scheme::TFixup:
-    case Scheme::DSInit:
-    case Scheme::Admin: return true;
-    case Scheme::MixLN: return l < static_cast<int64_t>(std::floor(mix_ln_ratio * static_cast<double>(L)));
-    default: return false;
-  }
-}
-
-bool has_final_norm(Scheme s) { return !post_style_layer(s, 0.0, 0, 1) && s != Scheme::ReZero; }
 std::string to_string(NormKind v) { return kNorm.name(v); }
 std::string to_string(Activation v) { return kAct.name(v); }
 std::string to_string(QKInit v) { return kQK.name(v); }

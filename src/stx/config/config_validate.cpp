@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "stx/config/config_io.h"
+#include "stx/config/schemes.h"
 #include "stx/core/error.h"
 
 namespace stx {

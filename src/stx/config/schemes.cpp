@@ -2,6 +2,7 @@
 #include "stx/config/schemes.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "stx/config/config_io.h"
 
@@ -150,5 +151,20 @@ std::string scheme_names_text(SchemeUse u, const char* sep) {
   for (auto* r : schemes_used_by(u)) s += (s.empty() ? "" : sep) + r->name;
   return s;
 }
+
+bool post_style_layer(Scheme s, double mix_ln_ratio, int64_t l, int64_t L) {
+  switch (s) {
+    case Scheme::Post:
+    case Scheme::DeepNorm:
+    case Scheme::PostInit:
+    case Scheme::TFixup:
+    case Scheme::DSInit:
+    case Scheme::Admin: return true;
+    case Scheme::MixLN: return l < static_cast<int64_t>(std::floor(mix_ln_ratio * static_cast<double>(L)));
+    default: return false;
+  }
+}
+
+bool has_final_norm(Scheme s) { return !post_style_layer(s, 0.0, 0, 1) && s != Scheme::ReZero; }
 
 }  // namespace stx

@@ -49,6 +49,12 @@ struct SchemeRow {
   bool used_by(SchemeUse u) const { return (uses & u) != 0; }
 };
 
+// Layer l (0-based) of a stack of L joins its sub-layers Post-LN-style (x ← N(αx + G(x))) rather
+// than Pre-LN-style (x ← x + branch(x)): post, deepnorm, post-init, and Mix-LN's lower layers.
+bool post_style_layer(Scheme s, double mix_ln_ratio, int64_t l, int64_t L);
+// The stack ends in a final norm (every Pre-LN-style scheme; ReZero's is the identity, no norm).
+bool has_final_norm(Scheme s);
+
 // "key=value" for every modifier a row may switch on, at its off value:
 // model.qk_norm, model.attn_softcap, model.logit_softcap, train.z_loss.
 const std::vector<std::string>& modifier_defaults();

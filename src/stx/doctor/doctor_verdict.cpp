@@ -8,7 +8,7 @@
 
 #include "stx/config/config_io.h"
 #include "stx/config/schemes.h"
-#include "stx/model/init.h"
+#include "stx/model/depth_constants.h"
 #include "stx/sweep/sweep_plan.h"
 
 namespace stx::doctor {

@@ -5,7 +5,8 @@
 // pass, sub-layer by sub-layer in each stack: ω_1 = 1, and after sub-layer i
 //   ω_{i+1} = sqrt(Var[ω_i ⊙ x_{i−1}] + Var[f_i(x_{i−1})]),
 // variances over every element of the batch; each ω_i is then a vector [d] filled with that value.
-// stx runs the pass in eval mode (no dropout) and without gradient.
+// This file holds one stack's running state, which the residual join updates (residual.h); the
+// pass over a whole model is admin_pass.h.
 #pragma once
 #include <torch/torch.h>
 
@@ -13,8 +14,6 @@
 #include <vector>
 
 namespace stx {
-
-class TransformerImpl;
 
 struct AdminRecord {
   std::string name;  // the ω parameter, e.g. "decoder.layers.3.fc_ratio_change"
@@ -29,13 +28,5 @@ struct AdminProfile {
   // Sub-layer `name` used ω = `omega`; its skip input ω ⊙ x and branch output f(x) were these.
   void add(const std::string& name, const torch::Tensor& skip, const torch::Tensor& branch);
 };
-
-// Sets every ω of an Admin model (model.scheme: admin) by the pass on src/tgt (as for
-// TransformerImpl::forward: src for encoder-only, tgt for decoder-only, both for
-// encoder-decoder); returns the records of every stack in order. The model's mode is restored.
-std::vector<AdminRecord> admin_profile(TransformerImpl& model, const torch::Tensor& src, const torch::Tensor& tgt);
-// The pass on a batch of `batch` × `len` tokens drawn uniformly from the vocabulary (the pad
-// token excluded) with the current default generator: what initialize() does.
-std::vector<AdminRecord> admin_profile_random(TransformerImpl& model, int64_t batch, int64_t len);
 
 }  // namespace stx

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "stx/config/schemes.h"
 #include "stx/kernels/fused_sublayer.h"
 #include "stx/kernels/kernels.h"
 

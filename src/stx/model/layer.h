@@ -64,7 +64,7 @@ class LayerImpl : public torch::nn::Module {
   // activation; the FFN sub-layer's skip path × w_resid [d].
   Norm attn_ln{nullptr}, ffn_layernorm{nullptr};
   torch::Tensor c_attn, w_resid;
-  // Set by admin_profile() (admin.h) for the duration of its pass.
+  // Set by admin_profile() (admin_pass.h) for the duration of its pass.
   AdminProfile* admin_profile = nullptr;
 
  private:

@@ -1,6 +1,6 @@
 #include "stx/model/linear.h"
 
-#include "stx/model/recompute.h"
+#include "stx/model/recomputing.h"
 
 namespace stx {
 

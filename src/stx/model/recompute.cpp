@@ -3,14 +3,13 @@
 #include <ATen/autocast_mode.h>
 
 #include "stx/kernels/none_tensor.h"
+#include "stx/model/recomputing.h"
 
 namespace stx {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-thread_local bool recomputing = false;
 
 // The default generator of x's device: dropout draws from it.
 at::Generator generator_of(const torch::Tensor& x) { return at::globalContext().defaultGenerator(x.device()); }
@@ -46,10 +45,9 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     torch::Tensor y;
     {
       torch::AutoGradMode grad(true);
-      recomputing = true;
+      RecomputingScope recomputing;
       y = layer->forward(x, unpack_none(ctx->saved_data["self_pad"].toTensor()), memory,
                          unpack_none(ctx->saved_data["memory_pad"].toTensor()));
-      recomputing = false;
     }
     at::autocast::set_autocast_enabled(at::kCUDA, autocast_was);
     gen.set_state(now);
@@ -62,8 +60,6 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
 };
 
 }  // namespace
-
-bool recomputing_activations() { return recomputing; }
 
 torch::Tensor checkpointed_layer(LayerImpl& layer, const torch::Tensor& x, const torch::Tensor& self_pad,
                                  const torch::Tensor& memory, const torch::Tensor& memory_pad) {

@@ -9,15 +9,12 @@
 #include <torch/torch.h>
 
 #include "stx/model/layer.h"
+#include "stx/model/recomputing.h"
 
 namespace stx {
 
 // layer(x, self_pad, memory, memory_pad) with the layer's activations recomputed in backward.
 torch::Tensor checkpointed_layer(LayerImpl& layer, const torch::Tensor& x, const torch::Tensor& self_pad,
                                  const torch::Tensor& memory, const torch::Tensor& memory_pad);
-
-// True while a layer is being recomputed for its backward: stateful parts of the forward
-// (σReparam's power iteration) must not advance a second time.
-bool recomputing_activations();
 
 }  // namespace stx

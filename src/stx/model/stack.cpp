@@ -1,5 +1,6 @@
 #include "stx/model/stack.h"
 
+#include "stx/config/schemes.h"
 #include "stx/model/recompute.h"
 
 namespace stx {

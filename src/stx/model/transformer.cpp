@@ -2,7 +2,7 @@
 
 #include "stx/core/error.h"
 #include "stx/kernels/tied_projection.h"
-#include "stx/model/init.h"
+#include "stx/model/depth_constants.h"
 
 namespace stx {
 

@@ -28,7 +28,7 @@
 
 #include "stx/core/error.h"
 #include "stx/data/byte_corpus.h"
-#include "stx/model/init.h"
+#include "stx/model/depth_constants.h"
 #include "stx/model/transformer.h"
 #include "stx/probe/model_update.h"
 #include "stx/report/plot.h"

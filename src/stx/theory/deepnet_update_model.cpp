@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stx/model/depth_constants.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
 #include "stx/probe/model_update.h"

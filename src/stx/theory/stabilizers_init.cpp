@@ -19,7 +19,8 @@
 
 #include "stx/core/error.h"
 #include "stx/data/byte_corpus.h"
-#include "stx/model/admin.h"
+#include "stx/model/admin_pass.h"
+#include "stx/model/depth_constants.h"
 #include "stx/model/init.h"
 #include "stx/model/transformer.h"
 #include "stx/theory/deepnet_update_model.h"

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "stx/core/atomic_file.h"
-#include "stx/model/admin.h"
+#include "stx/model/admin_pass.h"
 #include "stx/model/transformer.h"
 
 namespace stx {
