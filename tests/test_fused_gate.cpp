@@ -195,12 +195,13 @@ TEST(FusedGate, AKernelRefusesAFeatureItDoesNotDeclare) {
   FusedJoin j;
   const JoinWeights jw{torch::ones({8}, o), torch::zeros({8}, o), {}, {}, {}, {}, {}, {}, {}};
   const Features ok{Feature::PostJoin, Feature::LayerNorm, Feature::ReLU, Feature::CPU, Feature::Float64};
-  EXPECT_NO_THROW(fused_ffn_sublayer(ok, x, false, j, jw, {}, w1, {}, w2, {}));
+  const FFNBranch g{false, w1, {}, w2, {}, {}};
+  EXPECT_NO_THROW(fused_ffn_sublayer(ok, x, j, jw, g));
   for (auto f : {Feature::Taps, Feature::OtherActivation, Feature::Causal, Feature::OtherDevice}) {
     auto asked = ok;
     asked.add(f);
     try {
-      fused_ffn_sublayer(asked, x, false, j, jw, {}, w1, {}, w2, {});
+      fused_ffn_sublayer(asked, x, j, jw, g);
       ADD_FAILURE() << "the fused FFN accepted " << feature_name(f);
     } catch (const c10::Error& e) {
       EXPECT_NE(std::string(e.what()).find(feature_name(f)), std::string::npos) << e.what();
@@ -208,6 +209,25 @@ TEST(FusedGate, AKernelRefusesAFeatureItDoesNotDeclare) {
   }
   for (auto f : {Feature::Softcap, Feature::HeadScales})
     EXPECT_FALSE(Features{f}.within(fused_ffn_implements())) << feature_name(f);
+}
+
+// A feature asked by name (a component's option no kernel implements yet) is outside every
+// kernel's set: the layer runs composed, the message names it, a kernel refuses it.
+TEST(FusedGate, ANamedFeatureIsOutsideEveryKernel) {
+  Features f{Feature::CPU};
+  f.add_named("rope").add_named("rope").add_named("gated-attention", false);
+  EXPECT_FALSE(f.empty());
+  EXPECT_FALSE(f.within(Features{Feature::CPU}));
+  EXPECT_EQ(f.outside(Features{Feature::CPU}), "rope");
+  const auto both = Features{Feature::Taps} | f;
+  EXPECT_EQ(both.outside(Features{Feature::CPU}), "taps, rope");
+  EXPECT_TRUE(Features{Feature::CPU}.within(Features{Feature::CPU}));
+  try {
+    check_implements("the test kernel", f, Features{Feature::CPU});
+    ADD_FAILURE() << "a named feature was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rope"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ struct Ffn {
                        Feature::Bias,
                        Feature::CPU,
                        Feature::Float64};
-    return fused_ffn_sublayer(ask, x, false, j, jw, NormWeights{}, w1, b1, w2, b2);
+    return fused_ffn_sublayer(ask, x, j, jw, FFNBranch{false, w1, b1, w2, b2, {}});
   }
 };
 

@@ -36,25 +36,23 @@ struct CrossAttentionSublayer {
   std::vector<torch::Tensor> g;  // the direct targets, or empty
 
   torch::Tensor forward(const torch::Tensor& x_in, const torch::Tensor& memory, const torch::Tensor& memory_pad,
-                        double p_attn, double softcap, const FusedJoin& fj, const JoinWeights& jw,
-                        const NormWeights& in, const NormWeights& qn, const NormWeights& kn, const torch::Tensor& wq_in,
-                        const torch::Tensor& wk_in, const torch::Tensor& wv_in, const torch::Tensor& bq,
-                        const torch::Tensor& bk, const torch::Tensor& bv, const torch::Tensor& wo_in,
-                        const torch::Tensor& bo) {
+                        const FusedJoin& fj, const JoinWeights& jw, const AttentionBranch& g_in) {
     const auto x = x_in.contiguous();
     mem = memory.contiguous();
-    wq = wq_in.contiguous(), wk = wk_in.contiguous(), wv = wv_in.contiguous(), wo = wo_in.contiguous();
-    bias[0] = bq.defined(), bias[1] = bk.defined(), bias[2] = bv.defined(), bias[3] = bo.defined();
+    heads = g_in.heads;
+    wq = g_in.wq.contiguous(), wk = g_in.wk.contiguous(), wv = g_in.wv.contiguous(), wo = g_in.wo.contiguous();
+    bias[0] = g_in.bq.defined(), bias[1] = g_in.bk.defined(), bias[2] = g_in.bv.defined();
+    bias[3] = g_in.bo.defined();
     const int64_t B = x.size(0), T = x.size(1), d = x.size(2), Tk = mem.size(1);
     join = Join(fj, jw);
     h = join.before(x);
-    qk = QKNorm{qn.w, qn.b, kn.w, kn.b};
-    q = qk.forward_q(linear(h, wq, bq).view({B, T, d}), heads, fj.eps);
-    k = qk.forward_k(linear(mem, wk, bk).view({B, Tk, d}), heads, fj.eps);
-    v = linear(mem, wv, bv).view({B, Tk, d});
-    o = attention_core_forward(q, k, v, memory_pad, heads, false, p_attn, core, softcap);
-    inner = InnerNorm{in.w, in.b, in.a};
-    auto gout = linear(inner.forward(o, fj), wo, bo).view({B, T, d});
+    qk = QKNorm{g_in.q_norm.w, g_in.q_norm.b, g_in.k_norm.w, g_in.k_norm.b};
+    q = qk.forward_q(linear(h, wq, g_in.bq).view({B, T, d}), heads, fj.eps);
+    k = qk.forward_k(linear(mem, wk, g_in.bk).view({B, Tk, d}), heads, fj.eps);
+    v = linear(mem, wv, g_in.bv).view({B, Tk, d});
+    o = attention_core_forward(q, k, v, memory_pad, heads, false, g_in.dropout, core, g_in.softcap);
+    inner = InnerNorm{g_in.inner.w, g_in.inner.b, g_in.inner.a};
+    auto gout = linear(inner.forward(o, fj), wo, g_in.bo).view({B, T, d});
     return join.after(x, gout);
   }
 
@@ -89,24 +87,19 @@ struct CrossAttentionSublayer {
 }  // namespace
 
 torch::Tensor fused_cross_attention_sublayer(const Features& asked, const torch::Tensor& x, const torch::Tensor& memory,
-                                             const torch::Tensor& memory_pad, int64_t heads, double attention_dropout,
-                                             double softcap, const FusedJoin& join, const JoinWeights& jw,
-                                             const NormWeights& inner, const NormWeights& qn, const NormWeights& kn,
-                                             const torch::Tensor& wq, const torch::Tensor& wk, const torch::Tensor& wv,
-                                             const torch::Tensor& bq, const torch::Tensor& bk, const torch::Tensor& bv,
-                                             const torch::Tensor& wo, const torch::Tensor& bo) {
-  const std::vector<torch::Tensor> params{jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a,
-                                          jw.gain,   jw.skip,   jw.heads,  inner.w,  inner.b,  inner.a,
-                                          qn.w,      qn.b,      kn.w,      kn.b,     wq,       bq,
-                                          wk,        bk,        wv,        bv,       wo,       bo};
+                                             const torch::Tensor& memory_pad, const FusedJoin& join,
+                                             const JoinWeights& jw, const AttentionBranch& g) {
+  const std::vector<torch::Tensor> params{jw.norm_w,  jw.norm_b,  jw.norm_a,  jw.out_w,   jw.out_b,  jw.out_a,
+                                          jw.gain,    jw.skip,    jw.heads,   g.inner.w,  g.inner.b, g.inner.a,
+                                          g.q_norm.w, g.q_norm.b, g.k_norm.w, g.k_norm.b, g.wq,      g.bq,
+                                          g.wk,       g.bk,       g.wv,       g.bv,       g.wo,      g.bo};
   check_implements("the fused cross-attention sub-layer", asked, fused_cross_attention_implements());
+  TORCH_CHECK(!g.causal, "the fused cross-attention sub-layer has no causal band");
   CrossAttentionSublayer s;
-  s.heads = heads;
   torch::Tensor y;
   {
     at::AutoDispatchBelowADInplaceOrView below_autograd;  // as Function::apply runs a forward
-    y = s.forward(x, memory, memory_pad, attention_dropout, softcap, join, jw, inner, qn, kn, wq, wk, wv, bq, bk, bv,
-                  wo, bo);
+    y = s.forward(x, memory, memory_pad, join, jw, g);
   }
   s.g = direct_grad_targets(x, params);          // after the forward: one that throws leaves no .grad() made
   std::vector<torch::Tensor> inputs{x, memory};  // edges to these two alone with direct gradients
@@ -119,11 +112,8 @@ torch::Tensor fused_cross_attention_sublayer(const Features& asked, const torch:
 #else  // no BLAS: the fused sub-layers implement nothing
 
 torch::Tensor fused_cross_attention_sublayer(const Features&, const torch::Tensor&, const torch::Tensor&,
-                                             const torch::Tensor&, int64_t, double, double, const FusedJoin&,
-                                             const JoinWeights&, const NormWeights&, const NormWeights&,
-                                             const NormWeights&, const torch::Tensor&, const torch::Tensor&,
-                                             const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                             const torch::Tensor&, const torch::Tensor&, const torch::Tensor&) {
+                                             const torch::Tensor&, const FusedJoin&, const JoinWeights&,
+                                             const AttentionBranch&) {
   TORCH_CHECK(false, "fused_cross_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
 

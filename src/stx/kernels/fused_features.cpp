@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
 namespace stx {
 
 const char* feature_name(Feature f) {
@@ -46,10 +48,24 @@ const char* feature_name(Feature f) {
   return "?";
 }
 
+Features& Features::add_named(const std::string& name, bool on) {
+  if (!on) return *this;
+  const auto at = std::lower_bound(named_.begin(), named_.end(), name);
+  if (at == named_.end() || *at != name) named_.insert(at, name);
+  return *this;
+}
+
+Features& Features::operator|=(const Features& o) {
+  bits_ |= o.bits_;
+  for (const auto& n : o.named_) add_named(n);
+  return *this;
+}
+
 std::string Features::outside(const Features& set) const {
   std::string r;
   for (int i = 0; i < static_cast<int>(Feature::kCount); ++i)
     if (bits_.test(i) && !set.bits_.test(i)) r += (r.empty() ? "" : ", ") + std::string(feature_name(Feature(i)));
+  for (const auto& n : named_) r += (r.empty() ? "" : ", ") + n;  // no kernel declares a named feature
   return r;
 }
 

@@ -4,11 +4,13 @@
 // set it implements (fused_sublayer.h). A layer runs fused only where every sub-layer's ask lies
 // inside its kernel's set (model/layer.cpp: the one place the path is chosen), and a fused kernel
 // refuses an ask outside its set. A feature the model gains is therefore composed-only until a
-// kernel declares it.
+// kernel declares it: a component asks for it by name (Features::add_named) until then, and by a
+// Feature value once a kernel implements it.
 #pragma once
 #include <bitset>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace stx {
 
@@ -65,14 +67,19 @@ class Features {
     if (on) bits_.set(static_cast<size_t>(f));
     return *this;
   }
+  // A feature no kernel declares, by its name ("rope"): the layer runs composed where it is asked.
+  Features& add_named(const std::string& name, bool on = true);
+  Features& operator|=(const Features& o);
+  friend Features operator|(Features a, const Features& b) { return a |= b; }
   bool has(Feature f) const { return bits_.test(static_cast<size_t>(f)); }
-  bool within(const Features& set) const { return (bits_ & ~set.bits_).none(); }
+  bool within(const Features& set) const { return (bits_ & ~set.bits_).none() && named_.empty(); }
   // The features of this set outside `set`, by name ("taps, rope"); "" when none.
   std::string outside(const Features& set) const;
-  bool empty() const { return bits_.none(); }
+  bool empty() const { return bits_.none() && named_.empty(); }
 
  private:
   std::bitset<static_cast<size_t>(Feature::kCount)> bits_;
+  std::vector<std::string> named_;  // sorted, no repeats
 };
 
 // A feature's name in messages ("qk-norm", "taps").

@@ -87,24 +87,22 @@ struct AttentionSublayer {
   bool causal = false, has_bias = false, has_bo = false;
   std::vector<torch::Tensor> g;  // the direct targets in the parameters' order, or empty
 
-  torch::Tensor forward(const torch::Tensor& x_in, const torch::Tensor& key_pad, double p_attn, double softcap,
-                        const FusedJoin& fj, const JoinWeights& jw, const NormWeights& in, const NormWeights& qn,
-                        const NormWeights& kn, const torch::Tensor& wq, const torch::Tensor& wk,
-                        const torch::Tensor& wv, const torch::Tensor& bq, const torch::Tensor& bk,
-                        const torch::Tensor& bv, const torch::Tensor& wo_in, const torch::Tensor& bo) {
+  torch::Tensor forward(const torch::Tensor& x_in, const torch::Tensor& key_pad, const FusedJoin& fj,
+                        const JoinWeights& jw, const AttentionBranch& g_in) {
     const auto x = x_in.contiguous();
-    has_bias = bq.defined(), has_bo = bo.defined();
+    heads = g_in.heads, causal = g_in.causal;
+    has_bias = g_in.bq.defined(), has_bo = g_in.bo.defined();
     const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
-    W = torch::cat({wq, wk, wv}).contiguous();
-    auto b = has_bias ? torch::cat({bq, bk, bv}) : torch::Tensor();
-    wo = wo_in.contiguous();
+    W = torch::cat({g_in.wq, g_in.wk, g_in.wv}).contiguous();
+    auto b = has_bias ? torch::cat({g_in.bq, g_in.bk, g_in.bv}) : torch::Tensor();
+    wo = g_in.wo.contiguous();
     join = Join(fj, jw);
     h = join.before(x);
-    qk = QKNorm{qn.w, qn.b, kn.w, kn.b};
+    qk = QKNorm{g_in.q_norm.w, g_in.q_norm.b, g_in.k_norm.w, g_in.k_norm.b};
     qkv = qk.forward(linear(h, W, b).view({B, T, 3 * d}), heads, fj.eps);
-    o = attention_core_packed_forward(qkv, key_pad, heads, causal, p_attn, core, softcap);
-    inner = InnerNorm{in.w, in.b, in.a};
-    auto gout = linear(inner.forward(o, fj), wo, bo).view({B, T, d});
+    o = attention_core_packed_forward(qkv, key_pad, heads, causal, g_in.dropout, core, g_in.softcap);
+    inner = InnerNorm{g_in.inner.w, g_in.inner.b, g_in.inner.a};
+    auto gout = linear(inner.forward(o, fj), wo, g_in.bo).view({B, T, d});
     return join.after(x, gout);
   }
 
@@ -145,15 +143,14 @@ struct FFNSublayer {
   bool gelu = false, has_b1 = false, has_b2 = false;
   std::vector<torch::Tensor> g;
 
-  torch::Tensor forward(const torch::Tensor& x_in, const FusedJoin& fj, const JoinWeights& jw, const NormWeights& m,
-                        const torch::Tensor& w1_in, const torch::Tensor& b1, const torch::Tensor& w2_in,
-                        const torch::Tensor& b2) {
+  torch::Tensor forward(const torch::Tensor& x_in, const FusedJoin& fj, const JoinWeights& jw, const FFNBranch& g_in) {
     const auto x = x_in.contiguous();
-    w1 = w1_in.contiguous(), w2 = w2_in.contiguous();
-    has_b1 = b1.defined(), has_b2 = b2.defined();
+    gelu = g_in.gelu;
+    w1 = g_in.w1.contiguous(), w2 = g_in.w2.contiguous();
+    has_b1 = g_in.b1.defined(), has_b2 = g_in.b2.defined();
     join = Join(fj, jw);
     h = join.before(x);
-    z = linear(h, w1, b1);  // [N, d_ff]
+    z = linear(h, w1, g_in.b1);  // [N, d_ff]
     a = torch::empty_like(z);
     AT_DISPATCH_FLOATING_TYPES(z.scalar_type(), "fused_activation", [&] {
       using T = scalar_t;
@@ -162,8 +159,8 @@ struct FFNSublayer {
       at::parallel_for(0, z.numel(), kRowGrain,
                        [&](int64_t lo, int64_t hi) { activation_forward<T>(zp, ap, lo, hi, gl); });
     });
-    mid = InnerNorm{m.w, m.b, m.a};
-    auto gout = linear(mid.forward(a, fj), w2, b2).view(x.sizes());
+    mid = InnerNorm{g_in.mid.w, g_in.mid.b, g_in.mid.a};
+    auto gout = linear(mid.forward(a, fj), w2, g_in.b2).view(x.sizes());
     return join.after(x, gout);
   }
 
@@ -200,23 +197,17 @@ struct FFNSublayer {
 }  // namespace
 
 torch::Tensor fused_attention_sublayer(const Features& asked, const torch::Tensor& x, const torch::Tensor& key_pad,
-                                       int64_t heads, bool causal, double attention_dropout, double softcap,
-                                       const FusedJoin& join, const JoinWeights& jw, const NormWeights& inner,
-                                       const NormWeights& qn, const NormWeights& kn, const torch::Tensor& wq,
-                                       const torch::Tensor& wk, const torch::Tensor& wv, const torch::Tensor& bq,
-                                       const torch::Tensor& bk, const torch::Tensor& bv, const torch::Tensor& wo,
-                                       const torch::Tensor& bo) {
+                                       const FusedJoin& join, const JoinWeights& jw, const AttentionBranch& g) {
   check_implements("the fused attention sub-layer", asked, fused_attention_implements());
-  const std::vector<torch::Tensor> params{jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a,
-                                          jw.gain,   jw.skip,   jw.heads,  inner.w,  inner.b,  inner.a,
-                                          qn.w,      qn.b,      kn.w,      kn.b,     wq,       wk,
-                                          wv,        bq,        bk,        bv,       wo,       bo};
+  const std::vector<torch::Tensor> params{jw.norm_w,  jw.norm_b,  jw.norm_a,  jw.out_w,   jw.out_b,  jw.out_a,
+                                          jw.gain,    jw.skip,    jw.heads,   g.inner.w,  g.inner.b, g.inner.a,
+                                          g.q_norm.w, g.q_norm.b, g.k_norm.w, g.k_norm.b, g.wq,      g.wk,
+                                          g.wv,       g.bq,       g.bk,       g.bv,       g.wo,      g.bo};
   AttentionSublayer s;
-  s.heads = heads, s.causal = causal;
   torch::Tensor y;
   {
     at::AutoDispatchBelowADInplaceOrView below_autograd;  // as Function::apply runs a forward
-    y = s.forward(x, key_pad, attention_dropout, softcap, join, jw, inner, qn, kn, wq, wk, wv, bq, bk, bv, wo, bo);
+    y = s.forward(x, key_pad, join, jw, g);
   }
   s.g = direct_grad_targets(x, params);  // after the forward: one that throws leaves no .grad() made
   const auto inputs = inputs_of(x, params);
@@ -225,19 +216,17 @@ torch::Tensor fused_attention_sublayer(const Features& asked, const torch::Tenso
   return y;
 }
 
-torch::Tensor fused_ffn_sublayer(const Features& asked, const torch::Tensor& x, bool gelu, const FusedJoin& join,
-                                 const JoinWeights& jw, const NormWeights& mid, const torch::Tensor& w1,
-                                 const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2) {
+torch::Tensor fused_ffn_sublayer(const Features& asked, const torch::Tensor& x, const FusedJoin& join,
+                                 const JoinWeights& jw, const FFNBranch& g) {
   check_implements("the fused FFN sub-layer", asked, fused_ffn_implements());
   const std::vector<torch::Tensor> params{jw.norm_w, jw.norm_b, jw.norm_a, jw.out_w, jw.out_b, jw.out_a,
-                                          jw.gain,   jw.skip,   jw.heads,  mid.w,    mid.b,    mid.a,
-                                          w1,        b1,        w2,        b2};
+                                          jw.gain,   jw.skip,   jw.heads,  g.mid.w,  g.mid.b,  g.mid.a,
+                                          g.w1,      g.b1,      g.w2,      g.b2};
   FFNSublayer s;
-  s.gelu = gelu;
   torch::Tensor y;
   {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    y = s.forward(x, join, jw, mid, w1, b1, w2, b2);
+    y = s.forward(x, join, jw, g);
   }
   s.g = direct_grad_targets(x, params);
   const auto inputs = inputs_of(x, params);
@@ -248,17 +237,12 @@ torch::Tensor fused_ffn_sublayer(const Features& asked, const torch::Tensor& x, 
 
 #else  // no BLAS: the fused sub-layers implement nothing
 
-torch::Tensor fused_attention_sublayer(const Features&, const torch::Tensor&, const torch::Tensor&, int64_t, bool,
-                                       double, double, const FusedJoin&, const JoinWeights&, const NormWeights&,
-                                       const NormWeights&, const NormWeights&, const torch::Tensor&,
-                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                       const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                       const torch::Tensor&) {
+torch::Tensor fused_attention_sublayer(const Features&, const torch::Tensor&, const torch::Tensor&, const FusedJoin&,
+                                       const JoinWeights&, const AttentionBranch&) {
   TORCH_CHECK(false, "fused_attention_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
-torch::Tensor fused_ffn_sublayer(const Features&, const torch::Tensor&, bool, const FusedJoin&, const JoinWeights&,
-                                 const NormWeights&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                 const torch::Tensor&) {
+torch::Tensor fused_ffn_sublayer(const Features&, const torch::Tensor&, const FusedJoin&, const JoinWeights&,
+                                 const FFNBranch&) {
   TORCH_CHECK(false, "fused_ffn_sublayer: stx was built without BLAS (kernels/blas.h)");
 }
 

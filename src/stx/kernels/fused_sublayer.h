@@ -32,35 +32,38 @@ const Features& fused_attention_implements();
 const Features& fused_cross_attention_implements();
 const Features& fused_ffn_implements();
 
-// Self-attention. x [B, T, d]; key_pad [B, T] bool (true at padding) or undefined; every bias
-// undefined when absent. attention_dropout: on P (0 outside training). softcap: Gemma 2's c on the
-// scores (0: none; attention_core.h). inner: Sub-LN's norm on
-// the core's output before W_o; q_norm, k_norm: QK-LayerNorm's over each head's queries and keys
-// (undefined: none; kernels/inner_norms.h).
+// The attention branch G of a sub-layer, self or cross: its options and its parameters (the
+// products' as step_weight() gives them: σReparam's W/σ passes through). Undefined: absent.
+struct AttentionBranch {
+  int64_t heads = 1;
+  bool causal = false;   // the causal band (self-attention only)
+  double dropout = 0.0;  // on P (0 outside training)
+  double softcap = 0.0;  // Gemma 2's c on the scores (0: none; attention_core.h)
+  torch::Tensor wq, wk, wv, bq, bk, bv, wo, bo;
+  NormWeights inner;           // Sub-LN's norm on the core's output before W_o
+  NormWeights q_norm, k_norm;  // QK-LayerNorm's over each head's queries and keys (inner_norms.h)
+};
+
+// The FFN branch G(h) = M(act(h W₁ᵀ + b₁)) W₂ᵀ + b₂.
+struct FFNBranch {
+  bool gelu = false;             // GELU (erf form), else ReLU
+  torch::Tensor w1, b1, w2, b2;  // w1 [d_ff, d], w2 [d, d_ff]
+  NormWeights mid;               // M: Sub-LN's or NormFormer's norm on the activation before W₂
+};
+
+// Self-attention. x [B, T, d]; key_pad [B, T] bool (true at padding) or undefined.
 torch::Tensor fused_attention_sublayer(const Features& asked, const torch::Tensor& x, const torch::Tensor& key_pad,
-                                       int64_t heads, bool causal, double attention_dropout, double softcap,
-                                       const FusedJoin& join, const JoinWeights& jw, const NormWeights& inner,
-                                       const NormWeights& q_norm, const NormWeights& k_norm, const torch::Tensor& wq,
-                                       const torch::Tensor& wk, const torch::Tensor& wv, const torch::Tensor& bq,
-                                       const torch::Tensor& bk, const torch::Tensor& bv, const torch::Tensor& wo,
-                                       const torch::Tensor& bo);
+                                       const FusedJoin& join, const JoinWeights& jw, const AttentionBranch& g);
 
 // Cross-attention (a decoder layer's, fused_cross_attention.cpp): queries from x [B, T, d], keys
 // and values from memory [B, Tk, d] (the encoder's output), memory_pad [B, Tk] bool or undefined;
-// no causal band; inner: Sub-LN's norm before W_o; q_norm, k_norm: QK-LayerNorm's.
+// g.causal must be false.
 torch::Tensor fused_cross_attention_sublayer(const Features& asked, const torch::Tensor& x, const torch::Tensor& memory,
-                                             const torch::Tensor& memory_pad, int64_t heads, double attention_dropout,
-                                             double softcap, const FusedJoin& join, const JoinWeights& jw,
-                                             const NormWeights& inner, const NormWeights& q_norm,
-                                             const NormWeights& k_norm, const torch::Tensor& wq,
-                                             const torch::Tensor& wk, const torch::Tensor& wv, const torch::Tensor& bq,
-                                             const torch::Tensor& bk, const torch::Tensor& bv, const torch::Tensor& wo,
-                                             const torch::Tensor& bo);
+                                             const torch::Tensor& memory_pad, const FusedJoin& join,
+                                             const JoinWeights& jw, const AttentionBranch& g);
 
-// Feed-forward. w1 [d_ff, d], w2 [d, d_ff]; gelu: GELU (erf form), else ReLU. mid: Sub-LN's
-// or NormFormer's norm on the activation before W₂ (undefined: none).
-torch::Tensor fused_ffn_sublayer(const Features& asked, const torch::Tensor& x, bool gelu, const FusedJoin& join,
-                                 const JoinWeights& jw, const NormWeights& mid, const torch::Tensor& w1,
-                                 const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2);
+// Feed-forward.
+torch::Tensor fused_ffn_sublayer(const Features& asked, const torch::Tensor& x, const FusedJoin& join,
+                                 const JoinWeights& jw, const FFNBranch& g);
 
 }  // namespace stx

@@ -9,10 +9,7 @@
 namespace stx {
 
 AttentionImpl::AttentionImpl(const ModelConfig& m, bool inner_norm)
-    : heads_(m.n_heads),
-      d_head_(m.d_model / m.n_heads),
-      attention_dropout_(m.attention_dropout),
-      softcap_(m.attn_softcap) {
+    : cfg_(m), heads_(m.n_heads), d_head_(m.d_model / m.n_heads) {
   const auto d = m.d_model;
   const auto o = LinearOptions::of(m);
   q_proj = register_module("q_proj", Linear(d, d, o));
@@ -26,6 +23,37 @@ AttentionImpl::AttentionImpl(const ModelConfig& m, bool inner_norm)
   if (inner_norm) inner_attn_ln = register_module("inner_attn_ln", Norm(m.norm, d, m.norm_eps, m.dyt_alpha));
 }
 
+void AttentionImpl::reset_weights(double beta) {
+  q_proj->reset_xavier(1.0);
+  k_proj->reset_xavier(1.0);
+  if (cfg_.qk_init == QKInit::Zero) {
+    torch::NoGradGuard no_grad;
+    q_proj->weight.zero_();
+    k_proj->weight.zero_();
+  }
+  v_proj->reset_xavier(beta);
+  out_proj->reset_xavier(beta);
+}
+
+Features AttentionImpl::fused_features(bool training) const {
+  return Features{}
+      .add(Feature::InnerNorm, static_cast<bool>(inner_attn_ln))
+      .add(Feature::QKNorm, static_cast<bool>(q_norm))
+      .add(Feature::Softcap, cfg_.attn_softcap > 0)
+      .add(Feature::AttentionDropout, training && cfg_.attention_dropout > 0);
+}
+
+AttentionBranch AttentionImpl::fused_branch(bool causal, bool training) {
+  AttentionBranch g;
+  g.heads = heads_, g.causal = causal, g.dropout = training ? cfg_.attention_dropout : 0.0,
+  g.softcap = cfg_.attn_softcap;
+  g.wq = q_proj->step_weight(), g.wk = k_proj->step_weight(), g.wv = v_proj->step_weight();
+  g.bq = q_proj->bias, g.bk = k_proj->bias, g.bv = v_proj->bias;
+  g.wo = out_proj->step_weight(), g.bo = out_proj->bias;
+  g.inner = fused_weights(inner_attn_ln), g.q_norm = fused_weights(q_norm), g.k_norm = fused_weights(k_norm);
+  return g;
+}
+
 torch::Tensor AttentionImpl::project_out(const torch::Tensor& h) {
   return out_proj->forward(inner_attn_ln ? inner_attn_ln->forward(h) : h);
 }
@@ -33,13 +61,14 @@ torch::Tensor AttentionImpl::project_out(const torch::Tensor& h) {
 torch::Tensor AttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& mask, const TapSite& tap) {
   auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d_head_)));
-  if (softcap_ > 0) scores = torch::tanh(scores / softcap_) * softcap_;  // Gemma 2 soft-capping
+  if (cfg_.attn_softcap > 0)
+    scores = torch::tanh(scores / cfg_.attn_softcap) * cfg_.attn_softcap;  // Gemma 2 soft-capping
   tap("scores", scores);
   if (mask.defined()) scores = scores.masked_fill(mask, -1e9);
   auto probs = torch::softmax(scores, -1);
   tap("probs", probs);
-  if (attention_dropout_ > 0 && is_training())
-    probs = torch::dropout(probs, attention_dropout_, true);  // as the fused core
+  if (cfg_.attention_dropout > 0 && is_training())
+    probs = torch::dropout(probs, cfg_.attention_dropout, true);  // as the fused core
   const int64_t B = q.size(0), Tq = q.size(2);
   auto out = torch::matmul(probs, v).transpose(1, 2).reshape({B, Tq, heads_ * d_head_});
   return project_out(out);
@@ -71,7 +100,7 @@ torch::Tensor AttentionImpl::attend_sdpa(const torch::Tensor& q, const torch::Te
   if (key_pad.defined() && !causal) {
     allowed = key_pad.view({B, 1, 1, Tk}).logical_not();
   }
-  const double p = is_training() ? attention_dropout_ : 0.0;
+  const double p = is_training() ? cfg_.attention_dropout : 0.0;
   auto out = at::scaled_dot_product_attention(q, k, v, allowed, p, is_causal);
   return project_out(out.transpose(1, 2).reshape({B, Tq, heads_ * d_head_}));
 }
@@ -92,20 +121,20 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const bool plain = !q_norm && !(tap.taps && tap.taps->wants(tap.prefix + "scores"));
   const AttentionCore core = attention_core_choice();
   const bool sdpa = core == AttentionCore::Sdpa || (core == AttentionCore::Auto && x.is_cuda());
-  if (sdpa && softcap_ == 0 && !want_probs && !(tap.taps && tap.taps->wants(tap.prefix + "scores")))
+  if (sdpa && cfg_.attn_softcap == 0 && !want_probs && !(tap.taps && tap.taps->wants(tap.prefix + "scores")))
     return attend_sdpa(heads(q_proj->forward(x), q_norm), heads(k_proj->forward(memory), k_norm),
                        split_heads(v_proj->forward(memory), heads_, d_head_), key_pad, causal);
   if (plain && kernels() == Kernels::Fused && attention_core_available(x) && !(want_probs && tap.taps->with_grad())) {
-    const double p = is_training() ? attention_dropout_ : 0.0;
+    const double p = is_training() ? cfg_.attention_dropout : 0.0;
     torch::Tensor probs, out;
     if (self) {  // one product for q, k, v: x [W_q; W_k; W_v]ᵀ
       auto w = torch::cat({q_proj->step_weight(), k_proj->step_weight(), v_proj->step_weight()});
       auto b = q_proj->bias.defined() ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor();
       auto qkv = torch::nn::functional::linear(x.reshape({-1, x.size(-1)}), w, b).view({x.size(0), x.size(1), -1});
-      out = attention_core_packed(qkv, key_pad, heads_, causal, p, want_probs ? &probs : nullptr, softcap_);
+      out = attention_core_packed(qkv, key_pad, heads_, causal, p, want_probs ? &probs : nullptr, cfg_.attn_softcap);
     } else {
       out = attention_core(q_proj->forward(x), k_proj->forward(memory), v_proj->forward(memory), key_pad, heads_,
-                           causal, p, want_probs ? &probs : nullptr, softcap_);
+                           causal, p, want_probs ? &probs : nullptr, cfg_.attn_softcap);
     }
     if (want_probs) tap("probs", probs);
     return project_out(out);

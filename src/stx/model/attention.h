@@ -8,6 +8,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "stx/kernels/fused_features.h"
+#include "stx/kernels/fused_sublayer.h"
 #include "stx/model/linear.h"
 #include "stx/model/norm.h"
 #include "stx/model/taps.h"
@@ -34,10 +36,14 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward_step(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& key_pad,
                              torch::Tensor& k, torch::Tensor& v);
 
-  // Settings the fused sub-layers (kernels/fused_sublayer.h, called from layer.cpp) read off the
-  // module, with its projections and norms.
-  double softcap() const { return softcap_; }  // Gemma 2's c in z ← c·tanh(z/c) on the scores (0: none)
-  double attention_dropout() const { return attention_dropout_; }
+  // The init rule (model/init.h): Xavier on q, k (zero with model.qk_init: zero), and on v, out
+  // with gain `beta` (DeepNet's β, T-Fixup's and Sub-LN's factors; 1 otherwise).
+  void reset_weights(double beta);
+
+  // The fused path (kernels/fused_sublayer.h): what this branch asks of it, and the branch as the
+  // fused node takes it (causal: self-attention's band; dropout only when training).
+  Features fused_features(bool training) const;
+  AttentionBranch fused_branch(bool causal, bool training);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
   Norm q_norm{nullptr}, k_norm{nullptr};  // QK-LayerNorm only
@@ -51,8 +57,8 @@ class AttentionImpl : public torch::nn::Module {
   // [B, T, d] → [B, H, T, d_h], through q_norm / k_norm when given.
   torch::Tensor heads(const torch::Tensor& t, Norm& norm);
   torch::Tensor project_out(const torch::Tensor& heads_out);  // [B, T, d] → (inner_attn_ln) → out_proj
+  const ModelConfig cfg_;  // the options the component reads (a new one needs no new member)
   int64_t heads_, d_head_;
-  double attention_dropout_, softcap_;
 };
 TORCH_MODULE(Attention);
 

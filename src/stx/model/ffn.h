@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include "stx/config/config.h"
+#include "stx/kernels/fused_features.h"
+#include "stx/kernels/fused_sublayer.h"
 #include "stx/model/linear.h"
 #include "stx/model/norm.h"
 
@@ -19,13 +21,20 @@ class FFNImpl : public torch::nn::Module {
   // mid: a norm over d_ff owned elsewhere (NormFormer), used instead of ffn_layernorm.
   torch::Tensor forward(const torch::Tensor& x, Norm* mid = nullptr);
 
-  Activation activation() const { return act_; }
+  // The init rule (model/init.h): Xavier on fc1 and fc2 with gain `beta` (DeepNet's β, T-Fixup's
+  // and Sub-LN's factors; 1 otherwise).
+  void reset_weights(double beta);
+
+  // The fused path (kernels/fused_sublayer.h): what this branch asks of it with `mid` as for
+  // forward(), and the branch as the fused node takes it.
+  Features fused_features(const Norm* mid = nullptr) const;
+  FFNBranch fused_branch(const Norm* mid = nullptr);
 
   Linear fc1{nullptr}, fc2{nullptr};
   Norm ffn_layernorm{nullptr};  // Sub-LN only
 
  private:
-  Activation act_;
+  const ModelConfig cfg_;  // the options the component reads (a new one needs no new member)
 };
 TORCH_MODULE(FFN);
 

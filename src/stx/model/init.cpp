@@ -11,22 +11,6 @@ namespace stx {
 
 namespace {
 
-void xavier(Linear& l, double gain) {
-  torch::nn::init::xavier_normal_(l->weight, gain);
-  if (l->bias.defined()) l->bias.zero_();
-}
-
-void init_attention(Attention& a, const ModelConfig& cfg, double beta) {
-  xavier(a->q_proj, 1.0);
-  xavier(a->k_proj, 1.0);
-  if (cfg.qk_init == QKInit::Zero) {
-    a->q_proj->weight.zero_();
-    a->k_proj->weight.zero_();
-  }
-  xavier(a->v_proj, beta);
-  xavier(a->out_proj, beta);
-}
-
 // DS-Init (Zhang, Titov, Sennrich 2019): every weight of layer l drawn from U(−b, b),
 // b = √(6/(fan_in + fan_out)) · l^(−e) (the paper e = 1/2; its code's variance scaling e = 1/4).
 void ds_init_layer(Layer& layer, double e, int64_t l) {
@@ -54,11 +38,10 @@ void init_stack(Stack& s, const ModelConfig& cfg, double beta, Side side) {
   const double g = beta * tfix * sub;
   for (int64_t i = 0; i < N; ++i) {
     auto& layer = s->layers[i];
-    init_attention(layer->self_attn, cfg, g);
+    layer->self_attn->reset_weights(g);
     // Sub-LN leaves cross-attention out of γ (torchscale skips every "encoder_attn" parameter).
-    if (layer->encoder_attn) init_attention(layer->encoder_attn, cfg, beta * tfix);
-    xavier(layer->ffn->fc1, g);
-    xavier(layer->ffn->fc2, g);
+    if (layer->encoder_attn) layer->encoder_attn->reset_weights(beta * tfix);
+    layer->ffn->reset_weights(g);
     if (cfg.scheme == Scheme::DSInit) ds_init_layer(layer, cfg.ds_init_exponent, i + 1);
     if (cfg.scheme == Scheme::PostInit) {
       const double k = static_cast<double>(N - (i + 1) + 1);  // k_l = N − l + 1, l 1-based
@@ -68,7 +51,7 @@ void init_stack(Stack& s, const ModelConfig& cfg, double beta, Side side) {
     }
   }
   if (s->embed_positions) torch::nn::init::normal_(s->embed_positions->weight, 0.0, 1.0 / std::sqrt(d));
-  if (s->output_projection) xavier(s->output_projection, 1.0);
+  if (s->output_projection) s->output_projection->reset_xavier(1.0);
 }
 
 }  // namespace

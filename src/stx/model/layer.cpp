@@ -114,24 +114,12 @@ SubLayer LayerImpl::sub(Which w) {
   return {final_layer_norm, kFFNNorm};
 }
 
-namespace {
-Features norm_feature(const Norm& n) {
-  switch (n->kind()) {
-    case NormKind::LayerNorm: return {Feature::LayerNorm};
-    case NormKind::RMSNorm: return {Feature::RMSNorm};
-    case NormKind::DyT: return {Feature::DynamicTanh};
-    case NormKind::None: return {Feature::NoNorm};
-  }
-  return {Feature::MixedNorms};  // a kind this list does not name: no kernel implements it
-}
-}  // namespace
-
 // The one place a layer's path is chosen: each sub-layer asks for what its modules and this run
 // need; fused only where every ask lies within its kernel's set (kernels/fused_features.h).
 LayerImpl::Asks LayerImpl::asks(const torch::Tensor& x, const TapSite& tap) const {
   using F = Feature;
   const auto& a = *self_attn;
-  Features run = norm_feature(self_attn_layer_norm);
+  Features run{self_attn_layer_norm->fused_feature()};
   run.add(F::MixedNorms, final_layer_norm->kind() != self_attn_layer_norm->kind());
   run.add(spec_.post_style ? F::PostJoin : F::PreJoin)
       .add(F::Alpha, spec_.alpha != 1.0)
@@ -149,29 +137,19 @@ LayerImpl::Asks LayerImpl::asks(const torch::Tensor& x, const TapSite& tap) cons
       .add(F::SdpaCore, attention_core_choice() == AttentionCore::Sdpa)
       .add(F::ReferenceKernels, kernels() == Kernels::Reference)
       .add(F::Composed, composed_);
-  auto attention = [&](const AttentionImpl& m, Features f) {
-    return f.add(F::InnerNorm, static_cast<bool>(m.inner_attn_ln))
-        .add(F::QKNorm, static_cast<bool>(m.q_norm))
-        .add(F::Softcap, m.softcap() > 0)
-        .add(F::AttentionDropout, is_training() && m.attention_dropout() > 0);
-  };
   Asks r;
-  r.self = attention(a, run)
+  r.self = (run | a.fused_features(is_training()))
                .add(F::Causal, causal_)
                .add(F::Gain, self_attn_gain.defined())
                .add(F::Skip, self_attn_skip.defined())
                .add(F::OutNorm, self_attn_out_layer_norm || attn_ln)
                .add(F::HeadScales, c_attn.defined());
   if (encoder_attn)
-    r.cross = attention(*encoder_attn, run)
+    r.cross = (run | encoder_attn->fused_features(is_training()))
                   .add(F::Gain, encoder_attn_gain.defined())
                   .add(F::Skip, encoder_attn_skip.defined())
                   .add(F::OutNorm, static_cast<bool>(encoder_attn_out_layer_norm));
-  const auto act = ffn->activation();
-  r.ffn = run.add(act == Activation::ReLU   ? F::ReLU
-                  : act == Activation::GELU ? F::GELU
-                                            : F::OtherActivation)
-              .add(F::InnerNorm, ffn_layernorm || ffn->ffn_layernorm)
+  r.ffn = (run | ffn->fused_features(&ffn_layernorm))
               .add(F::Gain, ffn_gain.defined())
               .add(F::Skip, ffn_skip.defined() || w_resid.defined())
               .add(F::OutNorm, static_cast<bool>(ffn_out_layer_norm));
@@ -217,41 +195,35 @@ FusedJoin join_of(const ResidualSpec& spec, const Norm& norm, bool training) {
 }
 }  // namespace
 
-// A norm module's parameters for the fused nodes (none: an absent or norm-free module).
-static NormWeights weights_of(const Norm& n) { return n ? NormWeights{n->weight, n->bias, n->alpha} : NormWeights{}; }
+namespace {
+// A sub-layer's join weights: its norm N, its output norm N_out, gain, skip weight, head scales.
+JoinWeights join_weights(const Norm& n, const Norm& out, const torch::Tensor& gain, const torch::Tensor& skip,
+                         const torch::Tensor& heads = {}) {
+  const auto a = fused_weights(n), b = fused_weights(out);
+  return {a.w, a.b, a.a, b.w, b.b, b.a, gain, skip, heads};
+}
+}  // namespace
 
 torch::Tensor LayerImpl::fused_self_attn(const Features& ask, const torch::Tensor& x, const torch::Tensor& self_pad) {
-  auto& a = *self_attn;
-  const auto n = weights_of(self_attn_layer_norm);
-  const auto out = weights_of(self_attn_out_layer_norm ? self_attn_out_layer_norm : attn_ln);  // Peri-LN; NormFormer
-  const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, self_attn_gain, self_attn_skip, c_attn};
-  return fused_attention_sublayer(
-      ask, x, self_pad, heads_, causal_, is_training() ? a.attention_dropout() : 0.0, a.softcap(),
-      join_of(spec_, self_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln), weights_of(a.q_norm),
-      weights_of(a.k_norm), a.q_proj->step_weight(), a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias,
-      a.k_proj->bias, a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
+  const auto& out = self_attn_out_layer_norm ? self_attn_out_layer_norm : attn_ln;  // Peri-LN; NormFormer
+  return fused_attention_sublayer(ask, x, self_pad, join_of(spec_, self_attn_layer_norm, is_training()),
+                                  join_weights(self_attn_layer_norm, out, self_attn_gain, self_attn_skip, c_attn),
+                                  self_attn->fused_branch(causal_, is_training()));
 }
 
 torch::Tensor LayerImpl::fused_cross_attn(const Features& ask, const torch::Tensor& x, const torch::Tensor& memory,
                                           const torch::Tensor& memory_pad) {
-  auto& a = *encoder_attn;
-  const auto n = weights_of(encoder_attn_layer_norm), out = weights_of(encoder_attn_out_layer_norm);  // Peri-LN
-  const JoinWeights jw{n.w, n.b, n.a, out.w, out.b, out.a, encoder_attn_gain, encoder_attn_skip, torch::Tensor()};
   return fused_cross_attention_sublayer(
-      ask, x, memory, memory_pad, heads_, is_training() ? a.attention_dropout() : 0.0, a.softcap(),
-      join_of(spec_, encoder_attn_layer_norm, is_training()), jw, weights_of(a.inner_attn_ln), weights_of(a.q_norm),
-      weights_of(a.k_norm), a.q_proj->step_weight(), a.k_proj->step_weight(), a.v_proj->step_weight(), a.q_proj->bias,
-      a.k_proj->bias, a.v_proj->bias, a.out_proj->step_weight(), a.out_proj->bias);
+      ask, x, memory, memory_pad, join_of(spec_, encoder_attn_layer_norm, is_training()),
+      join_weights(encoder_attn_layer_norm, encoder_attn_out_layer_norm, encoder_attn_gain, encoder_attn_skip),
+      encoder_attn->fused_branch(/*causal=*/false, is_training()));
 }
 
 torch::Tensor LayerImpl::fused_ffn(const Features& ask, const torch::Tensor& x) {
-  auto& f = *ffn;
-  const auto n = weights_of(final_layer_norm), out = weights_of(ffn_out_layer_norm);
-  const JoinWeights jw{
-      n.w, n.b, n.a, out.w, out.b, out.a, ffn_gain, ffn_skip.defined() ? ffn_skip : w_resid, torch::Tensor()};
-  const auto mid = weights_of(ffn_layernorm ? ffn_layernorm : f.ffn_layernorm);  // NormFormer's; Sub-LN's
-  return fused_ffn_sublayer(ask, x, f.activation() == Activation::GELU, join_of(spec_, final_layer_norm, is_training()),
-                            jw, mid, f.fc1->step_weight(), f.fc1->bias, f.fc2->step_weight(), f.fc2->bias);
+  return fused_ffn_sublayer(
+      ask, x, join_of(spec_, final_layer_norm, is_training()),
+      join_weights(final_layer_norm, ffn_out_layer_norm, ffn_gain, ffn_skip.defined() ? ffn_skip : w_resid),
+      ffn->fused_branch(&ffn_layernorm));
 }
 
 torch::Tensor LayerImpl::cross_attn(const torch::Tensor& x, const torch::Tensor& memory,

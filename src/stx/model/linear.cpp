@@ -25,6 +25,12 @@ void LinearImpl::reset_sigma(GammaInit gamma_init) {
   gamma.fill_(gamma_init == GammaInit::Sigma ? s.item<double>() : 1.0);
 }
 
+void LinearImpl::reset_xavier(double gain) {
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_normal_(weight, gain);
+  if (bias.defined()) bias.zero_();
+}
+
 torch::Tensor LinearImpl::sigma() { return torch::dot(u, torch::mv(weight, v)); }
 
 torch::Tensor LinearImpl::effective_weight() {

@@ -34,6 +34,8 @@ class LinearImpl : public torch::nn::Module {
   // σReparam set-up after W is initialized: u, v from an exact SVD of W, and γ = σ(W)
   // (gamma_init: sigma, so Ŵ = W at init) or γ = 1 (gamma_init: one).
   void reset_sigma(GammaInit gamma_init);
+  // Xavier normal N(0, gain²·2/(fan_in+fan_out)) for W (Glorot & Bengio 2010), b = 0.
+  void reset_xavier(double gain);
   bool reparam() const { return sigma_reparam_; }
 
   torch::Tensor weight, bias, gamma, u, v;  // bias/gamma/u/v undefined when absent

@@ -17,6 +17,18 @@ void NormImpl::reset() {
   if (alpha.defined()) alpha.fill_(alpha0_);
 }
 
+Feature NormImpl::fused_feature() const {
+  switch (kind_) {
+    case NormKind::LayerNorm: return Feature::LayerNorm;
+    case NormKind::RMSNorm: return Feature::RMSNorm;
+    case NormKind::DyT: return Feature::DynamicTanh;
+    case NormKind::None: return Feature::NoNorm;
+  }
+  return Feature::MixedNorms;  // a kind this list does not name: no kernel implements it
+}
+
+NormWeights fused_weights(const Norm& n) { return n ? NormWeights{n->weight, n->bias, n->alpha} : NormWeights{}; }
+
 torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   switch (kind_) {
     case NormKind::LayerNorm: return torch::layer_norm(x, {d_}, weight, bias, eps_);

@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 
 #include "stx/config/config.h"
+#include "stx/kernels/fused_features.h"
+#include "stx/kernels/fused_join.h"
 
 namespace stx {
 
@@ -19,6 +21,8 @@ class NormImpl : public torch::nn::Module {
   void reset();
   NormKind kind() const { return kind_; }
   double eps() const { return eps_; }
+  // What the fused path must implement to run this norm (kernels/fused_features.h).
+  Feature fused_feature() const;
 
   torch::Tensor weight, bias, alpha;  // undefined when absent
 
@@ -28,5 +32,8 @@ class NormImpl : public torch::nn::Module {
   double eps_, alpha0_;
 };
 TORCH_MODULE(Norm);
+
+// A norm's parameters for the fused nodes (none: an absent or norm-free module).
+NormWeights fused_weights(const Norm& n);
 
 }  // namespace stx
