@@ -164,7 +164,7 @@ with tempfile.TemporaryDirectory() as d:
                                             "--set", "model.d_ff=256", "--set", "model.decoder_layers=100000"])]:
         out = os.path.join(d, "big")
         t0 = time.time()
-        r = run(["train", "--out", out] + big + extra, env=dict(ENV, STX_MEMORY_MB="20000"), timeout=120)
+        r = run(["train", "--out", out] + big + extra, env=dict(ENV, STX_MEMORY_MB="2000"), timeout=120)
         dt = time.time() - t0
         problems = bad_input_problems(r, ["needs about", "are available (STX_MEMORY_MB)"])
         check(f"memory estimate refuses {name}: exit 2 in {dt:.1f} s", not problems and dt < 5, problems)
