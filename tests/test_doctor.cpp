@@ -84,7 +84,7 @@ TEST(Doctor, SignalsAtTheHorizon) {
                                   line_json(20, 3.0, 1e-3, 6.0, 5.5),
                                   {{"step", 20}, {"valid_loss", 3.0}},
                                   line_json(30, 2.5, 1e-3, 9.0, 7.0)};
-  const auto e = early_of(rec, 20);
+  const auto e = early_of(metrics::records_of(rec), 20);
   ASSERT_EQ(e.lines.size(), 2u);
   EXPECT_FALSE(e.diverged_step);
   const auto s = signals_at(e.lines, 20, 2e-3);
@@ -109,13 +109,14 @@ TEST(Doctor, SignalsAtTheHorizon) {
   // not a missing signal.
   auto zero = line_json(20, 3.0, 1e-3, 6.0, 5.5);
   zero["grad_norm_layer"]["decoder"] = {0.0, 0.5, 2.0};
-  const auto z = line_of(zero);
+  const auto z = line_of(metrics::record_of(zero, "zero"));
   ASSERT_TRUE(z && z->grad_reach);
   EXPECT_NEAR(*z->grad_reach, std::log10(std::numeric_limits<float>::min() / 2.0), 1e-9);
   // A divergence event up to the horizon is recorded; one after it is not.
-  rec.push_back({{"step", 15}, {"event", "divergence"}, {"cause", "non-finite loss"}, {"action", "stop"}});
-  EXPECT_EQ(early_of(rec, 20).diverged_step.value_or(-1), 15);
-  EXPECT_FALSE(early_of(rec, 12).diverged_step);
+  rec.insert(rec.begin() + 1,
+             {{"step", 15}, {"event", "divergence"}, {"cause", "non-finite loss"}, {"action", "skip"}});
+  EXPECT_EQ(early_of(metrics::records_of(rec), 20).diverged_step.value_or(-1), 15);
+  EXPECT_FALSE(early_of(metrics::records_of(rec), 12).diverged_step);
 }
 
 DoctorModel small_model() {
@@ -151,7 +152,7 @@ TEST(Doctor, VerdictRefusesOutsideTheFittedRangesAndRegime) {
   c.train.max_steps = 400;
   std::vector<nlohmann::json> rec{line_json(10, 5.0, 1e-2, 2.0, 5.0), line_json(20, 5.0, 1e-2, 2.0, 5.0)};
   // Every signal within 0 … 10: judged; loss slog(5 nats / ln 2) = 0.91 > 0.5 → fails.
-  auto early = early_of(rec, 20);
+  auto early = early_of(metrics::records_of(rec), 20);
   auto cfit = c;
   auto mm = m;
   mm.regime = regime_of(cfit);
@@ -164,7 +165,7 @@ TEST(Doctor, VerdictRefusesOutsideTheFittedRangesAndRegime) {
   // A loss beyond the fitted range plus a quarter of its span (slog 10 + 2.5): not judged.
   auto far = rec;
   far[1]["loss"] = 1e13;  // slog(1.44e13 bits) = 13.2
-  v = judge(mm, cfit, early_of(far, 20), 20);
+  v = judge(mm, cfit, early_of(metrics::records_of(far), 20), 20);
   EXPECT_FALSE(v.judged);
   EXPECT_NE(v.not_judged.find("loss"), std::string::npos) << v.not_judged;
   // Another model width: outside the fitted regime.
@@ -175,8 +176,9 @@ TEST(Doctor, VerdictRefusesOutsideTheFittedRangesAndRegime) {
   EXPECT_NE(v.not_judged.find("model.d_model"), std::string::npos) << v.not_judged;
   // A divergence seen in the probe is the verdict, whatever the ranges.
   auto div = rec;
-  div.push_back({{"step", 18}, {"event", "divergence"}, {"cause", "non-finite loss"}});
-  v = judge(mm, wide, early_of(div, 20), 20);
+  div.insert(div.begin() + 1,
+             {{"step", 18}, {"event", "divergence"}, {"cause", "non-finite loss"}, {"action", "skip"}});
+  v = judge(mm, wide, early_of(metrics::records_of(div), 20), 20);
   EXPECT_TRUE(v.judged && v.observed);
   EXPECT_EQ(v.outcome, "diverges");
 }
@@ -185,7 +187,7 @@ TEST(Doctor, WatchFindsTheSignalThatLeftItsEarlyRange) {
   std::vector<nlohmann::json> rec{line_json(10, 3.0, 1e-3, 2.0, 5.0), line_json(20, 3.0, 1e-3, 2.0, 5.0),
                                   line_json(30, 3.0, 1e-3, 3.0, 5.0), line_json(40, 3.0, 1e-3, 5.0, 6.0),
                                   line_json(50, 7.0, 1e-3, 6.0, 12.0)};
-  const auto w = watch_run(rec, 20);
+  const auto w = watch_run(metrics::records_of(rec), 20);
   EXPECT_EQ(w.last_step, 50);
   ASSERT_EQ(w.moved.size(), 3u);
   EXPECT_EQ(w.moved[0], (std::pair<std::string, int64_t>{"attn_logit", 40}));  // 5 > 2 × 2

@@ -147,25 +147,25 @@ TEST(Outcome, ASweepRunIsLabelledFromItsMetrics) {
   rs.push_back({{"step", 20}, {"valid_loss", 4.45 / kNat}, {"valid_nll", 4.45 / kNat}});
   RunResult r;
   r.unigram_bits = H;
-  EXPECT_TRUE(classify(r, rs, 20));
+  EXPECT_TRUE(classify(r, metrics::records_of(rs), 20));
   EXPECT_EQ(r.outcome, Outcome::Stalls);
   EXPECT_NEAR(*r.final_bits, 4.45, 1e-12);
   // The same below the cut trains; a null (non-finite) loss is a spike it came back from.
   rs.back() = {{"step", 20}, {"valid_loss", 3.0 / kNat}, {"valid_nll", 3.0 / kNat}};
   RunResult t;
   t.unigram_bits = H;
-  classify(t, rs, 20);
+  classify(t, metrics::records_of(rs), 20);
   EXPECT_EQ(t.outcome, Outcome::Trains);
   rs[12]["loss"] = nullptr;
   RunResult u;
   u.unigram_bits = H;
-  classify(u, rs, 20);
+  classify(u, metrics::records_of(rs), 20);
   EXPECT_EQ(u.outcome, Outcome::SpikedAndRecovered);
   EXPECT_EQ(u.spike_step, std::optional<int64_t>(13));
   // Not finished: no label.
   RunResult n;
   n.unigram_bits = H;
-  EXPECT_FALSE(classify(n, rs, 30));
+  EXPECT_FALSE(classify(n, metrics::records_of(rs), 30));
   EXPECT_FALSE(n.ended());
 }
 

@@ -13,6 +13,7 @@
 #include "stx/core/error.h"
 #include "stx/probe/diagnostics.h"
 #include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 #include "stx/train/divergence_guard.h"
 #include "stx/train/loss.h"
 
@@ -71,12 +72,13 @@ TEST(MetricsLog, ResumeDropsLinesAfterTheCheckpointAndTornLines) {
     MetricsLog log(path, 3);
     log.write({{"step", 4}, {"loss", 9}});
   }
-  auto rows = MetricsLog::read(path);
+  auto rows = metrics::read_metrics(path).records;
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[2]["step"], 3);
-  EXPECT_EQ(rows[3]["loss"], 9);
+  EXPECT_EQ(rows[0].json[metrics::key::schema], metrics::kSchemaVersion);  // the first line states the version
+  EXPECT_EQ(rows[2].step, 3);
+  EXPECT_EQ(rows[3].loss, 9);
   { std::ofstream(path, std::ios::app) << "not json\n"; }
-  EXPECT_THROW(MetricsLog::read(path), InputError);
+  EXPECT_THROW(metrics::read_metrics(path), InputError);
   std::filesystem::remove(path);
 }
 

@@ -26,7 +26,7 @@
 #include "stx/doctor/doctor_verdict.h"
 #include "stx/doctor/doctor_verify.h"
 #include "stx/doctor/run_watch.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 #include "stx/sweep/sweep_plan.h"
 #include "stx/train/memory_estimate.h"
 
@@ -115,16 +115,16 @@ void register_doctor(Registry& reg) {
     Config c;
     doctor::Early early;
     int64_t horizon = 0;
-    std::vector<nlohmann::json> records;
+    std::vector<metrics::Record> records;
     if (!o->run.empty()) {
       const auto cfg_path = (fs::path(o->run) / "config.yaml").string();
-      const auto metrics = (fs::path(o->run) / "metrics.jsonl").string();
+      const auto log = metrics::path_in(o->run);
       require_directory(o->run, "--run");
-      if (!regular_file_if_present(cfg_path, "run file") || !regular_file_if_present(metrics, "run file"))
+      if (!regular_file_if_present(cfg_path, "run file") || !regular_file_if_present(log, "run file"))
         throw InputError("'" + o->run + "' is not a run directory (needs config.yaml and metrics.jsonl)");
       c = resolve_config(cfg_path, o->cfg.overrides);
       horizon = o->steps ? o->steps : doctor::default_horizon(c);
-      records = MetricsLog::read(metrics);
+      records = metrics::read_metrics(log).records;
       early = doctor::early_of(records, horizon);
     } else {
       c = resolve_config(o->cfg.config, o->cfg.overrides);

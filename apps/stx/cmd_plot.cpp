@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "stx/core/user_path.h"
+#include "stx/report/metrics_schema.h"
 #include "stx/report/run_plots.h"
 
 namespace stx::cli {
@@ -21,7 +22,7 @@ void register_plot(Registry& reg) {
   reg.add(sub, [o] {
     for (auto& d : o->runs) {  // named problems before anything opens a path (a FIFO would block)
       require_directory(d, "run directory");
-      regular_file_if_present((std::filesystem::path(d) / "metrics.jsonl").string(), "run file");
+      regular_file_if_present(metrics::path_in(d), "run file");
     }
     require_directory_or_missing(o->out, "--out");
     for (auto& f : plot_runs(o->runs, o->out)) std::cout << "wrote " << f << "\n";

@@ -18,7 +18,7 @@
 #include "stx/core/user_path.h"
 #include "stx/doctor/live_doctor.h"
 #include "stx/parallel/launcher.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 #include "stx/train/trainer.h"
 
 namespace stx::cli {
@@ -104,8 +104,7 @@ void register_train(Registry& reg) {
     if (t.config.train.doctor && (!t.world || t.world->rank == 0)) {  // rank 0 writes the log
       auto d =
           std::make_shared<doctor::LiveDoctor>(doctor::load_model(doctor::default_model_path()), t.config, t.quiet);
-      if (const auto m = std::filesystem::path(t.run_dir) / "metrics.jsonl"; t.resume && std::filesystem::exists(m))
-        d->preload(MetricsLog::read(m.string()));
+      if (t.resume) d->preload(metrics::run_records(t.run_dir));
       t.on_log = [d](nlohmann::json& line) { (*d)(line); };
     }
     auto r = train(t);

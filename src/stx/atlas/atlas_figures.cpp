@@ -13,7 +13,8 @@
 #include "stx/atlas/atlas_map.h"
 #include "stx/config/schemes.h"
 #include "stx/core/error.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
+#include "stx/report/metrics_signals.h"
 #include "stx/report/panels.h"
 #include "stx/sweep/sweep_plan.h"
 
@@ -34,26 +35,15 @@ std::vector<const Entry*> failures_drawn(const std::vector<Entry>& entries) {
   return out;
 }
 
-std::string series(const std::vector<nlohmann::json>& rs, const std::string& ptr, bool max_under = false) {
+// "step value" rows of the training lines where f gives a finite value.
+template <typename F>
+std::string series(const std::vector<metrics::Record>& rs, F f) {
   std::ostringstream s;
   s.precision(8);
-  for (auto& j : rs) {
-    if (!j.contains("loss") || j.contains("event")) continue;
-    const nlohmann::json::json_pointer p(ptr);
-    if (!j.contains(p)) continue;
-    double v = NAN;
-    if (j[p].is_number()) v = j[p].get<double>();
-    else if (max_under) {
-      std::vector<const nlohmann::json*> stack{&j[p]};
-      while (!stack.empty()) {
-        const auto* x = stack.back();
-        stack.pop_back();
-        if (x->is_number()) v = std::isnan(v) ? x->get<double>() : std::max(v, x->get<double>());
-        else if (x->is_object() || x->is_array())
-          for (auto& y : *x) stack.push_back(&y);
-      }
-    }
-    if (std::isfinite(v)) s << j["step"].get<int64_t>() << " " << v << "\n";
+  for (auto& r : rs) {
+    if (!r.training()) continue;
+    const std::optional<double> v = f(r);
+    if (v && std::isfinite(*v)) s << r.step << " " << *v << "\n";
   }
   return s.str();
 }
@@ -176,26 +166,43 @@ std::vector<std::string> draw_figures(const std::string& dir, const AtlasPlan& p
   if (fs::exists(s_png)) out.push_back("figures/sensitivity_vs_depth.png");
   // Failures.
   for (auto* e : failures_drawn(entries)) {
-    const auto f = fs::path(dir) / "runs" / e->run.name / "metrics.jsonl";
-    if (!fs::exists(f)) continue;
-    std::vector<nlohmann::json> rs;
+    std::vector<metrics::Record> rs;
     try {
-      rs = MetricsLog::read(f.string());
+      rs = metrics::run_records((fs::path(dir) / "runs" / e->run.name).string());
     } catch (const InputError&) {
       continue;
     }
+    if (rs.empty()) continue;
     const auto& c = row(e->run.scheme).color;
     std::vector<Panel> ps{
-        {"train loss", "step", "nats", false, false, {{series(rs, "/loss"), "lines lw 1.5", c, ""}}, ""},
-        {"gradient norm", "step", "‖g‖", false, true, {{series(rs, "/grad_norm"), "lines lw 1.5", c, ""}}, ""},
+        {"train loss",
+         "step",
+         "nats",
+         false,
+         false,
+         {{series(rs, [](const metrics::Record& r) { return std::optional<double>(r.loss); }), "lines lw 1.5", c, ""}},
+         ""},
+        {"gradient norm",
+         "step",
+         "‖g‖",
+         false,
+         true,
+         {{series(rs, [](const metrics::Record& r) { return r.grad_norm; }), "lines lw 1.5", c, ""}},
+         ""},
         {"largest attention logit",
          "step",
          "",
          false,
          false,
-         {{series(rs, "/attn_max_logit", true), "lines lw 1.5", c, ""}},
+         {{series(rs, metrics::max_attn_logit), "lines lw 1.5", c, ""}},
          ""},
-        {"max log Z", "step", "", false, false, {{series(rs, "/log_z/max"), "lines lw 1.5", c, ""}}, ""}};
+        {"max log Z",
+         "step",
+         "",
+         false,
+         false,
+         {{series(rs, [](const metrics::Record& r) { return r.log_z_max; }), "lines lw 1.5", c, ""}},
+         ""}};
     const auto name = "failure_" + e->run.name + ".png";
     const auto png = (fs::path(dir) / "figures" / name).string();
     draw_panels(

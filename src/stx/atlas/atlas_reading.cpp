@@ -5,39 +5,12 @@
 #include <cmath>
 #include <map>
 
-#include "stx/collapse/collapse_reading.h"
 #include "stx/grid/outcome.h"
+#include "stx/report/metrics_signals.h"
 
 namespace stx::atlas {
 
 namespace {
-
-bool training_line(const nlohmann::json& j) { return j.contains("loss") && !j.contains("event"); }
-
-std::optional<double> number(const nlohmann::json& j, const char* ptr) {
-  const nlohmann::json::json_pointer p(ptr);
-  if (!j.contains(p) || !j[p].is_number()) return std::nullopt;
-  return j[p].get<double>();
-}
-
-// The largest number anywhere under j[key] (nested objects and arrays).
-std::optional<double> max_under(const nlohmann::json& j) {
-  std::optional<double> m;
-  if (j.is_number()) return j.get<double>();
-  if (j.is_object() || j.is_array())
-    for (auto& v : j)
-      if (auto x = max_under(v)) m = m ? std::max(*m, *x) : *x;
-  return m;
-}
-
-// ‖g‖ of the bottom decoder layer ÷ ‖g‖ of the top one on a training line.
-std::optional<double> grad_reach(const nlohmann::json& j) {
-  if (!j.contains("grad_norm_layer") || !j["grad_norm_layer"].contains("decoder")) return std::nullopt;
-  const auto& g = j["grad_norm_layer"]["decoder"];
-  if (!g.is_array() || g.empty() || !g.front().is_number() || !g.back().is_number() || !(g.back().get<double>() > 0))
-    return std::nullopt;
-  return g.front().get<double>() / g.back().get<double>();
-}
 
 double median3(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -46,7 +19,8 @@ double median3(std::vector<double> v) {
 
 }  // namespace
 
-Reading read_atlas(const std::vector<nlohmann::json>& records, const grid::RunResult& r) {
+Reading read_atlas(const std::vector<metrics::Record>& records, const grid::RunResult& r) {
+  namespace key = metrics::key;
   Reading out;
   std::optional<double> best_loss;
   std::optional<int64_t> spike;
@@ -54,40 +28,39 @@ Reading read_atlas(const std::vector<nlohmann::json>& records, const grid::RunRe
   std::map<std::string, std::vector<std::pair<int64_t, double>>> sig;
   bool first = true;
   for (auto& j : records) {
-    if (j.contains("valid_nll") && j["valid_nll"].is_number())
-      out.final_bpb = j["valid_nll"].get<double>() / std::log(2.0);
-    if (!training_line(j)) continue;
-    const int64_t step = j.value("step", int64_t{0});
-    if (j.contains("attn_max_logit"))
-      if (auto m = max_under(j["attn_max_logit"])) {
-        out.max_attn_logit = out.max_attn_logit ? std::max(*out.max_attn_logit, *m) : *m;
-        sig["attn_max_logit"].push_back({step, *m});
-      }
-    if (auto h = collapse::lowest_layer_entropy(j)) {
-      out.min_entropy = out.min_entropy ? std::min(*out.min_entropy, *h) : *h;
-      sig["attn_entropy"].push_back({step, *h});
+    if (j.validation() && j.valid_nll) out.final_bpb = metrics::to_bits(*j.valid_nll);
+    if (!j.training()) continue;
+    const int64_t step = j.step;
+    if (auto m = metrics::max_attn_logit(j)) {
+      out.max_attn_logit = out.max_attn_logit ? std::max(*out.max_attn_logit, *m) : *m;
+      sig[key::attn_max_logit].push_back({step, *m});
     }
-    if (auto z = number(j, "/log_z/mean")) {
+    if (auto h = metrics::layer_entropy_range(j)) {
+      out.min_entropy = out.min_entropy ? std::min(*out.min_entropy, h->lo) : h->lo;
+      sig[key::attn_entropy].push_back({step, h->lo});
+    }
+    if (auto z = j.log_z_mean) {
       if (!out.log_z_first) out.log_z_first = z;
       out.log_z_last = z;
     }
-    if (auto z = number(j, "/log_z/max")) {
+    if (auto z = j.log_z_max) {
       out.log_z_max = out.log_z_max ? std::max(*out.log_z_max, *z) : *z;
-      sig["log_z"].push_back({step, *z});
+      sig[key::log_z].push_back({step, *z});
     }
-    if (auto g = number(j, "/grad_norm")) sig["grad_norm"].push_back({step, *g});
-    if (auto d = number(j, "/delta_f_step")) sig["delta_f_step"].push_back({step, *d});
-    const double loss = j["loss"].is_number() ? j["loss"].get<double>() : NAN;
-    sig["loss"].push_back({step, loss});
+    if (j.grad_norm) sig[key::grad_norm].push_back({step, *j.grad_norm});
+    if (j.delta_f_step) sig[key::delta_f_step].push_back({step, *j.delta_f_step});
+    const double loss = j.loss;
+    sig[key::loss].push_back({step, loss});
     if (!spike && best_loss && (!std::isfinite(loss) || loss >= *best_loss + grid::kSpikeNats - 1e-9))
       spike = step;  // grid/outcome.h's spike: ≥ 1 nat above the lowest loss before it
     if (std::isfinite(loss)) best_loss = best_loss ? std::min(*best_loss, loss) : loss;
-    out.train_curve.push_back({step, std::round(loss / std::log(2.0) * 1e4) / 1e4});
-    const auto reach = grad_reach(j);
+    out.train_curve.push_back({step, std::round(metrics::to_bits(loss) * 1e4) / 1e4});
+    std::optional<double> reach;
+    if (auto g = metrics::grad_reach(j)) reach = g->ratio();
     if (reach) out.grad_reach_last = reach;
     if (first) {
       first = false;
-      out.delta_f_early = number(j, "/delta_f");
+      out.delta_f_early = j.delta_f;
       out.grad_reach = reach;
     }
   }
@@ -97,7 +70,7 @@ Reading read_atlas(const std::vector<nlohmann::json>& records, const grid::RunRe
     for (auto& [name, v] : sig) {
       if (v.size() < 4) continue;
       const double base = median3({v[0].second, v[1].second, v[2].second});
-      const bool lower_worse = name == "attn_entropy";
+      const bool lower_worse = name == metrics::key::attn_entropy;
       for (size_t i = 3; i < v.size() && v[i].first <= *out.failure_step; ++i) {
         const double x = v[i].second;
         const bool moved = !std::isfinite(x) || (lower_worse ? x < 0.5 * base : x > 2.0 * std::max(base, 1e-12));

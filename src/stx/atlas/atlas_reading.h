@@ -12,7 +12,7 @@
 //   log_z_first/last/max  log Z of the output (mean over the probe) at the first and last
 //                    training line, and the largest max over the run (output-logit divergence)
 //   delta_f_early    ‖ΔF‖ at the first training line (DeepNet §3)
-//   grad_reach       ‖g‖ of the bottom layer ÷ ‖g‖ of the top layer at the first training line
+//   grad_reach       the gradient reach at the first training line (report/metrics_signals.h)
 //   grad_reach_last  the same at the last training line
 //   train_curve      [step, train loss / ln 2] of every training line (the logged means; 4
 //                    decimals): what the outcome rules read (grid/outcome.h), kept in atlas.json
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "stx/grid/run_status.h"
+#include "stx/report/metrics_schema.h"
 
 namespace stx::atlas {
 
@@ -44,7 +45,7 @@ struct Reading {
   std::optional<int64_t> first_mover_step;
 };
 
-Reading read_atlas(const std::vector<nlohmann::json>& records, const grid::RunResult& r);
+Reading read_atlas(const std::vector<metrics::Record>& records, const grid::RunResult& r);
 nlohmann::json to_json(const Reading& r);
 Reading reading_from_json(const nlohmann::json& j);  // the inverse (atlas.json's "reading")
 

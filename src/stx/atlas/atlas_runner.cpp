@@ -22,7 +22,7 @@
 #include "stx/grid/grid_dir.h"
 #include "stx/grid/grid_runner.h"
 #include "stx/grid/train_child.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 
 namespace stx::atlas {
 
@@ -31,11 +31,9 @@ using grid::Outcome;
 
 namespace {
 
-std::vector<nlohmann::json> records_of(const std::string& dir) {
-  const auto f = fs::path(dir) / "metrics.jsonl";
-  if (!fs::exists(f)) return {};
+std::vector<metrics::Record> records_of(const std::string& dir) {
   try {
-    return MetricsLog::read(f.string());
+    return metrics::run_records(dir);
   } catch (const InputError&) {
     return {};
   }
@@ -158,7 +156,8 @@ class Runner {
     size_t begun = 0;
     std::error_code ec;
     for (auto& d : fs::directory_iterator(fs::path(o_.out) / "runs", ec))
-      begun += d.is_directory() && fs::exists(d.path() / "metrics.jsonl") && !ended.count(d.path().filename().string());
+      begun += d.is_directory() && fs::exists(metrics::path_in(d.path().string())) &&
+               !ended.count(d.path().filename().string());
     if (ended.empty() && begun == 0) return;
     std::set<std::string> held = ended;
     nlohmann::json stored;

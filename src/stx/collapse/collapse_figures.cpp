@@ -7,16 +7,24 @@
 #include <filesystem>
 #include <sstream>
 
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 #include "stx/report/panels.h"
 
 namespace stx::collapse {
 
 namespace fs = std::filesystem;
-using Records = std::vector<nlohmann::json>;
+using Records = std::vector<metrics::Record>;
+namespace key = metrics::key;
 using grid::Outcome;
 
 namespace {
+
+const std::string kLoss = fmt::format("/{}", key::loss), kValidLoss = fmt::format("/{}", key::valid_loss);
+
+// The JSON pointer to layer l of a per-layer key: "/attn_entropy" + "/decoder/self_attn" + "/mean/3".
+std::string at(const char* k, const std::string& stack_kind, const char* field, size_t l) {
+  return fmt::format("/{}{}/{}/{}", k, stack_kind, field, l);
+}
 
 const char* palette(size_t i) {
   static const char* c[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -24,18 +32,17 @@ const char* palette(size_t i) {
   return c[i % 10];
 }
 
-bool training_line(const nlohmann::json& j) { return j.contains("loss") && !j.contains("event"); }
-
 // "step value" rows of the training lines (or, valid: validation lines) with a finite number at `ptr`.
 std::string series(const Records& rs, const std::string& ptr, bool positive = false, bool valid = false) {
   const nlohmann::json::json_pointer p(ptr);
   std::ostringstream s;
   s.precision(8);
-  for (auto& j : rs) {
-    if (valid ? !j.contains("valid_loss") : !training_line(j)) continue;
+  for (auto& r : rs) {
+    if (valid ? !r.validation() : !r.training()) continue;
+    const auto& j = r.json;
     if (!j.contains(p) || !j[p].is_number()) continue;
     const double v = j[p].get<double>();
-    if (std::isfinite(v) && (!positive || v > 0)) s << j["step"].get<int64_t>() << " " << v << "\n";
+    if (std::isfinite(v) && (!positive || v > 0)) s << r.step << " " << v << "\n";
   }
   return s.str();
 }
@@ -43,11 +50,11 @@ std::string series(const Records& rs, const std::string& ptr, bool positive = fa
 // The attention layers a run logs: "/decoder/self_attn" → layer count.
 std::vector<std::pair<std::string, size_t>> attention_kinds(const Records& rs) {
   std::vector<std::pair<std::string, size_t>> out;
-  for (auto& j : rs) {
-    if (!training_line(j) || !j.contains("attn_entropy")) continue;
-    for (auto& [stack, kinds] : j["attn_entropy"].items())
+  for (auto& r : rs) {
+    if (!r.training() || !r.json.contains(key::attn_entropy)) continue;
+    for (auto& [stack, kinds] : r.json[key::attn_entropy].items())
       for (auto& [kind, f] : kinds.items())
-        if (f.contains("mean") && f["mean"].is_array()) out.emplace_back("/" + stack + "/" + kind, f["mean"].size());
+        if (f.contains(metrics::kMean)) out.emplace_back("/" + stack + "/" + kind, f[metrics::kMean].size());
     break;
   }
   return out;
@@ -60,21 +67,25 @@ struct Lowest {
 Lowest lowest(const Records& rs) {
   Lowest out;
   const auto kinds = attention_kinds(rs);
-  for (auto& j : rs) {
-    if (!training_line(j)) continue;
+  const auto in = [](const char* k, const std::string& kind, const char* field, size_t l) {
+    return nlohmann::json::json_pointer(at(k, kind, field, l));
+  };
+  for (auto& r : rs) {
+    if (!r.training()) continue;
+    const auto& j = r.json;
     double h = INFINITY, b = NAN, s = -INFINITY;
     for (auto& [k, n] : kinds)
       for (size_t l = 0; l < n; ++l) {
-        const nlohmann::json::json_pointer pe("/attn_entropy" + k + "/mean/" + std::to_string(l)),
-            pb("/attn_entropy_bound" + k + "/mean/" + std::to_string(l)),
-            ps("/attn_sigma_kq" + k + "/max_head/" + std::to_string(l));
+        const auto pe = in(key::attn_entropy, k, metrics::kMean, l),
+                   pb = in(key::attn_entropy_bound, k, metrics::kMean, l),
+                   ps = in(key::attn_sigma_kq, k, metrics::kMaxHead, l);
         if (j.contains(pe) && j[pe].is_number() && j[pe].get<double>() < h) {
           h = j[pe].get<double>();
           b = j.contains(pb) && j[pb].is_number() ? j[pb].get<double>() : NAN;
         }
         if (j.contains(ps) && j[ps].is_number()) s = std::max(s, j[ps].get<double>());
       }
-    const auto st = j["step"].get<int64_t>();
+    const auto st = r.step;
     if (std::isfinite(h)) out.entropy += fmt::format("{} {:.8g}\n", st, h);
     if (std::isfinite(b)) out.bound += fmt::format("{} {:.8g}\n", st, b);
     if (std::isfinite(s) && s > 0) out.sigma += fmt::format("{} {:.8g}\n", st, s);
@@ -83,10 +94,8 @@ Lowest lowest(const Records& rs) {
 }
 
 Records records_of(const std::string& dir) {
-  const auto f = fs::path(dir) / "metrics.jsonl";
-  if (!fs::exists(f)) return {};
   try {
-    return MetricsLog::read(f.string());
+    return metrics::run_records(dir);
   } catch (const std::exception&) {
     return {};
   }
@@ -102,8 +111,8 @@ std::string lr_label(const Entry& e) {
 void run_figure(const std::string& png, const Entry& e, const Records& rs) {
   Panel loss{"loss", "update", "loss per token",
              false,  true,     {}};  // log y when the span is wide (no-norm runs start near 100)
-  loss.curves.push_back({series(rs, "/loss"), "lines lw 2", "#1f77b4", "train"});
-  loss.curves.push_back({series(rs, "/valid_loss", false, true), "points pt 7 ps 1.2", "#d62728", "valid"});
+  loss.curves.push_back({series(rs, kLoss), "lines lw 2", "#1f77b4", "train"});
+  loss.curves.push_back({series(rs, kValidLoss, false, true), "points pt 7 ps 1.2", "#d62728", "valid"});
   Panel ent{"attention entropy: mean (solid), lowest head (dotted), Thm 3.1 bound (dashed)",
             "update",
             "nats",
@@ -114,14 +123,15 @@ void run_figure(const std::string& png, const Entry& e, const Records& rs) {
   size_t c = 0;
   for (auto& [k, n] : attention_kinds(rs))
     for (size_t l = 0; l < n; ++l, ++c) {
-      const auto L = std::to_string(l);
       const auto label = fmt::format("{} {}", k.substr(1, k.find('/', 1) - 1) == "encoder" ? "enc" : "dec", l) +
                          (k.find("encoder_attn") != std::string::npos ? " cross" : "");
-      ent.curves.push_back({series(rs, "/attn_entropy" + k + "/mean/" + L), "lines lw 2", palette(c), label});
-      ent.curves.push_back({series(rs, "/attn_entropy" + k + "/min_head/" + L), "lines dt 3 lw 1", palette(c), ""});
-      ent.curves.push_back({series(rs, "/attn_entropy_bound" + k + "/mean/" + L), "lines dt 2 lw 1", palette(c), ""});
+      ent.curves.push_back({series(rs, at(key::attn_entropy, k, metrics::kMean, l)), "lines lw 2", palette(c), label});
+      ent.curves.push_back(
+          {series(rs, at(key::attn_entropy, k, metrics::kMinHead, l)), "lines dt 3 lw 1", palette(c), ""});
+      ent.curves.push_back(
+          {series(rs, at(key::attn_entropy_bound, k, metrics::kMean, l)), "lines dt 2 lw 1", palette(c), ""});
       sig.curves.push_back(
-          {series(rs, "/attn_sigma_kq" + k + "/max_head/" + L, true), "lines lw 2", palette(c), label});
+          {series(rs, at(key::attn_sigma_kq, k, metrics::kMaxHead, l), true), "lines lw 2", palette(c), label});
     }
   draw_panels(png, {loss, ent, sig}, fmt::format("{}, {}", e.arm.title, lr_label(e)), 1800, 560);
 }
@@ -134,7 +144,7 @@ void arm_figure(const std::string& png, const Arm& a, const std::vector<const En
   Panel sig{"largest ‖W_K W_Q^T‖_2/√d_h (any layer, head)", "update", "spectral norm", false, true, {}};
   for (size_t i = 0; i < es.size(); ++i) {
     const auto low = lowest(rs[i]);
-    loss.curves.push_back({series(rs[i], "/loss"), "lines lw 2", palette(i), lr_label(*es[i])});
+    loss.curves.push_back({series(rs[i], kLoss), "lines lw 2", palette(i), lr_label(*es[i])});
     ent.curves.push_back({low.entropy, "lines lw 2", palette(i), fmt::format("lr {:.3g}", es[i]->lr)});
     ent.curves.push_back({low.bound, "lines dt 2 lw 1", palette(i), ""});
     sig.curves.push_back({low.sigma, "lines lw 2", palette(i), fmt::format("lr {:.3g}", es[i]->lr)});

@@ -1,8 +1,12 @@
 // stx/collapse/collapse_reading.cpp — see collapse_reading.h.
 #include "stx/collapse/collapse_reading.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+
+#include "stx/report/metrics_signals.h"
 
 namespace stx::collapse {
 
@@ -21,42 +25,38 @@ void each_layer(const nlohmann::json& record, const char* key, const char* field
     }
 }
 
-bool training_line(const nlohmann::json& j) { return j.contains("loss") && !j.contains("event"); }
-
 }  // namespace
 
-std::optional<double> lowest_layer_entropy(const nlohmann::json& record) {
-  std::optional<double> lo;
-  each_layer(record, "attn_entropy", "mean", [&](auto&, auto&, size_t, double v) { lo = lo ? std::min(*lo, v) : v; });
-  return lo;
-}
-
-Reading read_collapse(const std::vector<nlohmann::json>& records, const grid::RunResult& r, double threshold,
+Reading read_collapse(const std::vector<metrics::Record>& records, const grid::RunResult& r, double threshold,
                       double spike_nats) {
+  namespace key = metrics::key;
   Reading out;
   std::optional<double> best_loss;
-  for (auto& j : records) {
-    if (!training_line(j)) continue;
-    const int64_t step = j.value("step", int64_t{0});
-    if (auto h = lowest_layer_entropy(j)) {
+  for (auto& rec : records) {
+    if (!rec.training()) continue;
+    const auto& j = rec.json;
+    const int64_t step = rec.step;
+    if (auto range = metrics::layer_entropy_range(rec)) {
+      const std::optional<double> h = range->lo;
       if (!out.first_entropy) out.first_entropy = h;
       out.last_entropy = h;
       if (!out.min_entropy || *h < *out.min_entropy) out.min_entropy = h, out.min_entropy_step = step;
       if (!out.collapse_step && *h < threshold) out.collapse_step = step;
     }
-    each_layer(j, "attn_entropy", "mean", [&](const std::string& stack, const std::string& kind, size_t l, double e) {
-      const auto p =
-          nlohmann::json::json_pointer("/attn_entropy_bound/" + stack + "/" + kind + "/mean/" + std::to_string(l));
-      if (j.contains(p) && j[p].is_number()) {
-        const double gap = e - j[p].get<double>();
-        out.min_bound_gap = out.min_bound_gap ? std::min(*out.min_bound_gap, gap) : gap;
-      }
-    });
+    each_layer(j, key::attn_entropy, metrics::kMean,
+               [&](const std::string& stack, const std::string& kind, size_t l, double e) {
+                 const auto bound =
+                     rec.at(fmt::format("/{}/{}/{}/{}/{}", key::attn_entropy_bound, stack, kind, metrics::kMean, l));
+                 if (bound) {
+                   const double gap = e - *bound;
+                   out.min_bound_gap = out.min_bound_gap ? std::min(*out.min_bound_gap, gap) : gap;
+                 }
+               });
     std::optional<double> sig;
-    each_layer(j, "attn_sigma_kq", "max_head",
+    each_layer(j, key::attn_sigma_kq, metrics::kMaxHead,
                [&](auto&, auto&, size_t, double v) { sig = sig ? std::max(*sig, v) : v; });
     if (sig) out.last_sigma_kq = sig, out.max_sigma_kq = out.max_sigma_kq ? std::max(*out.max_sigma_kq, *sig) : *sig;
-    const double loss = j["loss"].is_number() ? j["loss"].get<double>() : NAN;
+    const double loss = rec.loss;
     if (!out.spike_step && best_loss && (!std::isfinite(loss) || loss > *best_loss + spike_nats)) out.spike_step = step;
     if (std::isfinite(loss)) best_loss = best_loss ? std::min(*best_loss, loss) : loss;
   }

@@ -1,7 +1,7 @@
 // stx/collapse/collapse_reading.h — the automatic reading of one run of the entropy-collapse
 // experiment, from its metrics.jsonl (docs/sigma-reparam.md states these definitions):
-//   H_min(t)   the lowest layer entropy at a logged step: min over layers (every attention kind)
-//              of attn_entropy.*.*.mean[l], the head-averaged entropy (Zhai et al. Fig. 1)
+//   H_min(t)   the lowest layer entropy at a logged step (report/metrics_signals.h: min over
+//              layers and attention kinds of the head-averaged entropy; Zhai et al. Fig. 1)
 //   collapse   the first logged step with H_min(t) < threshold (nats)
 //   spike      the first logged step whose train loss exceeds the lowest logged before it by more
 //              than spike_nats
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "stx/grid/run_status.h"
+#include "stx/report/metrics_schema.h"
 
 namespace stx::collapse {
 
@@ -34,11 +35,8 @@ struct Reading {
 };
 
 // `r` is the run's state (run_status.h): whether the guard stopped it, its step and cause.
-Reading read_collapse(const std::vector<nlohmann::json>& records, const grid::RunResult& r, double threshold,
+Reading read_collapse(const std::vector<metrics::Record>& records, const grid::RunResult& r, double threshold,
                       double spike_nats);
-
-// H_min of one metrics line (nullopt without attention entropy).
-std::optional<double> lowest_layer_entropy(const nlohmann::json& record);
 
 nlohmann::json to_json(const Reading& r);
 

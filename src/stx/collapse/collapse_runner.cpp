@@ -15,7 +15,7 @@
 #include "stx/grid/grid_dir.h"
 #include "stx/grid/grid_runner.h"
 #include "stx/grid/train_child.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 
 namespace stx::collapse {
 
@@ -30,11 +30,9 @@ std::shared_ptr<DirLock> prepare_out(const ExperimentOptions& o) {
                                 [&](const nlohmann::json& stored) { return plan_mismatch(stored, o.plan); });
 }
 
-std::vector<nlohmann::json> records_of(const std::string& dir) {
-  const auto f = fs::path(dir) / "metrics.jsonl";
-  if (!fs::exists(f)) return {};
+std::vector<metrics::Record> records_of(const std::string& dir) {
   try {
-    return MetricsLog::read(f.string());
+    return metrics::run_records(dir);
   } catch (const InputError&) {
     return {};
   }

@@ -17,7 +17,7 @@
 #include "stx/core/signals.h"
 #include "stx/doctor/doctor_model.h"
 #include "stx/doctor/doctor_probe.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 #include "stx/sweep/sweep_plan.h"
 
 namespace stx::doctor {
@@ -171,10 +171,10 @@ int collect(const CollectOptions& o) {
     const Config c = atlas_run_config(plan, r);
     const int64_t horizon = default_horizon(c);
     e.regime = regime_of(c);
-    const auto metrics = fs::path(o.atlas_dir) / "runs" / e.name / "metrics.jsonl";
-    if (fs::exists(metrics)) {
+    const auto log = metrics::path_in((fs::path(o.atlas_dir) / "runs" / e.name).string());
+    if (fs::exists(log)) {
       e.source = "run";
-      e.early = early_of(MetricsLog::read(metrics.string()), horizon);
+      e.early = early_of(metrics::read_metrics(log).records, horizon);
     } else {
       e.source = "probe";
       e.early = probe(c, horizon, /*quiet=*/true).early;

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "stx/core/error.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 #include "stx/train/trainer.h"
 
 namespace stx::doctor {
@@ -58,7 +58,7 @@ ProbeResult probe(const Config& c, int64_t horizon, bool quiet) {
     throw InputError("the doctor's probe was stopped by signal " + std::to_string(out.signal));
   ProbeResult r;
   r.horizon = horizon;
-  r.early = early_of(MetricsLog::read(t.run_dir + "/metrics.jsonl"), horizon);
+  r.early = early_of(metrics::read_metrics(metrics::path_in(t.run_dir)).records, horizon);
   if (out.kind == TrainOutcome::Kind::Diverged && !r.early.diverged_step)
     r.early.diverged_step = out.step, r.early.cause = out.message;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

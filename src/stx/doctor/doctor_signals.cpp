@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "stx/report/metrics_signals.h"
+
 namespace stx::doctor {
 
 namespace {
@@ -14,72 +16,25 @@ std::optional<double> num(const nlohmann::json& j, const char* key) {
   return j[key].get<double>();
 }
 
-// min / max of every number under j (nested objects and arrays).
-void extremes(const nlohmann::json& j, std::optional<double>& lo, std::optional<double>& hi) {
-  if (j.is_number()) {
-    const double x = j.get<double>();
-    lo = lo ? std::min(*lo, x) : x;
-    hi = hi ? std::max(*hi, x) : x;
-  } else if (j.is_object() || j.is_array()) {
-    for (auto& v : j) extremes(v, lo, hi);
-  }
-}
-
-// The per-layer attention entropies (head means) of every stack and attention kind.
-void layer_entropies(const nlohmann::json& j, std::optional<double>& lo, std::optional<double>& hi) {
-  if (!j.contains("attn_entropy") || !j["attn_entropy"].is_object()) return;
-  for (auto& stack : j["attn_entropy"])
-    if (stack.is_object())
-      for (auto& kind : stack)
-        if (kind.is_object() && kind.contains("mean")) extremes(kind["mean"], lo, hi);
-}
-
-// ‖g‖ of the bottom layer ÷ the top layer: the decoder's (a decoder-only model), else the encoder's.
-std::optional<double> reach(const nlohmann::json& j) {
-  if (!j.contains("grad_norm_layer")) return std::nullopt;
-  const auto& g = j["grad_norm_layer"];
-  for (const char* stack : {"decoder", "encoder"}) {
-    if (!g.contains(stack) || !g[stack].is_array() || g[stack].size() < 2) continue;
-    const auto& a = g[stack];
-    if (!a.front().is_number() || !a.back().is_number()) return std::nullopt;
-    const double top = a.back().get<double>(), bottom = a.front().get<double>();
-    // A bottom gradient of exactly zero has underflowed (denormals are flushed): the reach is at
-    // most the smallest normal float over the top layer's — the strongest evidence of a stall, not
-    // a missing value (Post-LN at 24 layers and lr ≥ 3e-2 reaches it by update 20).
-    if (top > 0 && bottom >= 0) return std::log10(std::max<double>(bottom, std::numeric_limits<float>::min()) / top);
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-double finite_or_nan(const nlohmann::json& j, const char* key) {
-  auto v = num(j, key);
-  return v && std::isfinite(*v) ? *v : NAN;
-}
+double finite_or_nan(std::optional<double> v) { return v && std::isfinite(*v) ? *v : NAN; }
 
 }  // namespace
 
-std::optional<Line> line_of(const nlohmann::json& j) {
-  if (!j.is_object() || !j.contains("loss") || j.contains("event") || !j.contains("step")) return std::nullopt;
+std::optional<Line> line_of(const metrics::Record& r) {
+  if (!r.training()) return std::nullopt;
   Line l;
-  l.step = j["step"].get<int64_t>();
-  l.lr = num(j, "lr").value_or(0.0);
-  l.loss = finite_or_nan(j, "loss");
-  l.grad_norm = finite_or_nan(j, "grad_norm");
-  l.grad_reach = reach(j);
-  l.delta_f = num(j, "delta_f");
-  l.delta_f_step = num(j, "delta_f_step");
-  if (j.contains("attn_max_logit")) {
-    std::optional<double> lo;
-    extremes(j["attn_max_logit"], lo, l.attn_logit);
-  }
-  layer_entropies(j, l.entropy_min, l.entropy_max);
-  if (j.contains("log_z") && j["log_z"].is_object()) l.log_z_max = num(j["log_z"], "max");
-  if (j.contains("ln_input_norm")) {
-    std::optional<double> lo;
-    extremes(j["ln_input_norm"], lo, l.ln_input);
-  }
-  l.param_norm = num(j, "param_norm");
+  l.step = r.step;
+  l.lr = r.lr.value_or(0.0);
+  l.loss = finite_or_nan(r.loss);
+  l.grad_norm = finite_or_nan(r.grad_norm);
+  if (auto g = metrics::grad_reach(r)) l.grad_reach = g->log10_floored();
+  l.delta_f = r.delta_f;
+  l.delta_f_step = r.delta_f_step;
+  l.attn_logit = metrics::max_attn_logit(r);
+  if (auto e = metrics::layer_entropy_range(r)) l.entropy_min = e->lo, l.entropy_max = e->hi;
+  l.log_z_max = r.log_z_max;
+  l.ln_input = metrics::max_ln_input(r);
+  l.param_norm = r.param_norm;
   return l;
 }
 
@@ -107,17 +62,15 @@ Line line_from_json(const nlohmann::json& j) {
   return l;
 }
 
-Early early_of(const std::vector<nlohmann::json>& records, int64_t upto) {
+Early early_of(const std::vector<metrics::Record>& records, int64_t upto) {
   Early e;
   for (auto& r : records) {
-    if (!r.is_object() || !r.contains("step") || !r["step"].is_number_integer()) continue;
-    const int64_t step = r["step"].get<int64_t>();
-    if (r.contains("event")) {
-      if (r.value("event", "") == "divergence" && step <= upto && !e.diverged_step)
-        e.diverged_step = step, e.cause = r.value("cause", "");
+    if (r.is_event()) {
+      if (r.event == metrics::kDivergence && r.step <= upto && !e.diverged_step)
+        e.diverged_step = r.step, e.cause = r.cause;
       continue;
     }
-    if (step > upto) continue;
+    if (r.step > upto) continue;
     if (auto l = line_of(r)) e.lines.push_back(*l);
   }
   return e;

@@ -7,7 +7,8 @@
 // diverging logs values up to 1e13 that would swamp a linear model:
 //   loss               slog of the training loss at K in bits per token         (baseline)
 //   grad_norm          log10 ‖g‖ at K                                          (baseline)
-//   grad_reach         log10 ‖g_layer 1‖ / ‖g_layer N‖ at K       Xiong et al. 2020, Fig. 3
+//   grad_reach         log10 of the gradient reach at K, bottom norm floored (metrics_signals.h)
+//                                                                Xiong et al. 2020, Fig. 3
 //   delta_f_step       log10 ‖F(θ_K) − F(θ_K')‖ per update, K' the line before  DeepNet §3
 //   attn_logit         slog of the largest attention logit at K  Dehghani et al.; Wortsman et al.
 //   attn_logit_growth  slog of (largest logit at K − at the first line)      Wortsman et al. §3.1
@@ -26,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "stx/report/metrics_schema.h"
+
 namespace stx::doctor {
 
 struct Line {
@@ -36,7 +39,7 @@ struct Line {
 };
 
 // A training line of metrics.jsonl (nullopt for validation and event lines).
-std::optional<Line> line_of(const nlohmann::json& record);
+std::optional<Line> line_of(const metrics::Record& record);
 nlohmann::json to_json(const Line& l);
 Line line_from_json(const nlohmann::json& j);
 
@@ -47,7 +50,7 @@ struct Early {
   std::optional<int64_t> diverged_step;
   std::string cause;
 };
-Early early_of(const std::vector<nlohmann::json>& records, int64_t upto);
+Early early_of(const std::vector<metrics::Record>& records, int64_t upto);
 
 // The signals, in this order (docs/doctor.md).
 const std::vector<std::string>& signal_names();

@@ -23,7 +23,7 @@
 #include "stx/doctor/doctor_verdict.h"
 #include "stx/grid/grid_runner.h"
 #include "stx/grid/train_child.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 
 namespace stx::doctor {
 
@@ -99,7 +99,7 @@ int verify(const VerifyOptions& o) {
     if (c.same_as >= 0) return;  // takes its twin's result (write)
     c.result = grid::read_run(dir_of(c), c.ex->scheme, c.ex->depth, steps);
     if (!c.result.ended()) return;
-    const auto records = MetricsLog::read((fs::path(dir_of(c)) / "metrics.jsonl").string());
+    const auto records = metrics::read_metrics(metrics::path_in(dir_of(c))).records;
     const auto reading = atlas::read_atlas(records, c.result);
     nlohmann::json j = {{"guard_stop", c.result.guard_stop}, {"reading", atlas::to_json(reading)}};
     c.rerun_label = atlas_label(j, unigram);

@@ -13,13 +13,13 @@ namespace stx::doctor {
 LiveDoctor::LiveDoctor(DoctorModel m, Config c, bool quiet)
     : m_(std::move(m)), c_(std::move(c)), quiet_(quiet), horizon_(default_horizon(c_)) {}
 
-void LiveDoctor::preload(const std::vector<nlohmann::json>& records) {
+void LiveDoctor::preload(const std::vector<metrics::Record>& records) {
   for (auto& r : records)
     if (auto l = line_of(r)) lines_.push_back(*l);
 }
 
 void LiveDoctor::operator()(nlohmann::json& line) {
-  auto l = line_of(line);
+  auto l = line_of(metrics::record_of(line, "the line being logged"));
   if (!l) return;
   while (!lines_.empty() && lines_.back().step >= l->step) lines_.pop_back();  // a resume logs them again
   lines_.push_back(*l);
@@ -54,7 +54,7 @@ void LiveDoctor::operator()(nlohmann::json& line) {
   nlohmann::json d = {{"judged", verdict_->judged}};
   if (verdict_->judged) d["outcome"] = verdict_->outcome, d["p_fails"] = verdict_->p_fail;
   d["left_early_range"] = to_json(w)["left_early_range"];
-  line["doctor"] = d;
+  line[metrics::key::doctor] = d;
 }
 
 }  // namespace stx::doctor

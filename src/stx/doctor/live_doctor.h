@@ -22,7 +22,7 @@ class LiveDoctor {
   LiveDoctor(DoctorModel m, Config c, bool quiet);
   // A resumed run: the lines it logged before (those after its checkpoint are dropped as the
   // trainer logs them again).
-  void preload(const std::vector<nlohmann::json>& records);
+  void preload(const std::vector<metrics::Record>& records);
   void operator()(nlohmann::json& line);  // the trainer's on_log hook
 
  private:

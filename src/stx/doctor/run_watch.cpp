@@ -11,7 +11,7 @@
 
 namespace stx::doctor {
 
-Watch watch_run(const std::vector<nlohmann::json>& records, int64_t horizon) {
+Watch watch_run(const std::vector<metrics::Record>& records, int64_t horizon) {
   const auto all = early_of(records, std::numeric_limits<int64_t>::max());
   auto w = watch_lines(all.lines, horizon);
   w.diverged_step = all.diverged_step, w.cause = all.cause;

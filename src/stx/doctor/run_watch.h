@@ -20,7 +20,7 @@ struct Watch {
   std::string cause;
 };
 
-Watch watch_run(const std::vector<nlohmann::json>& records, int64_t horizon);
+Watch watch_run(const std::vector<metrics::Record>& records, int64_t horizon);
 Watch watch_lines(const std::vector<Line>& lines, int64_t horizon);  // the training lines alone
 nlohmann::json to_json(const Watch& w);
 std::string render(const Watch& w);

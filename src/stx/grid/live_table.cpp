@@ -9,13 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
 
+#include "stx/core/error.h"
 #include "stx/grid/outcome.h"
 #include "stx/grid/run_status.h"
+#include "stx/report/metrics_signals.h"
 
 namespace stx::grid {
 
@@ -23,40 +24,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The last training line, every train loss in bits, and whether the run stopped at a divergence event.
+// The last training line, every train loss in bits, and whether the run stopped at a divergence
+// event; `error` when its metrics.jsonl breaks the schema.
 struct Last {
-  std::optional<nlohmann::json> line;
+  std::optional<metrics::Record> line;
   bool diverged = false;
   std::optional<double> valid_nll;
   std::vector<double> train_bits;
+  std::string error;
 };
 
 Last read_last(const std::string& dir) {
   Last out;
-  std::ifstream in(fs::path(dir) / "metrics.jsonl");
-  for (std::string s; std::getline(in, s);) {
-    if (s.empty() || s.back() != '}') continue;  // a line being written
-    try {
-      auto j = nlohmann::json::parse(s);
-      if (j.contains("event")) out.diverged = j.value("action", "") == "stop";
-      else if (j.contains("valid_nll") && j["valid_nll"].is_number()) out.valid_nll = j["valid_nll"].get<double>();
-      else if (j.contains("loss")) {
-        out.train_bits.push_back(j["loss"].is_number() ? j["loss"].get<double>() / std::log(2.0) : NAN);
-        out.line = std::move(j);
-      }
-    } catch (const std::exception&) {
+  std::vector<metrics::Record> records;
+  try {
+    records = metrics::run_records(dir);  // a line being written has no newline yet: left out
+  } catch (const InputError& e) {
+    out.error = e.what();
+  }
+  for (auto& r : records) {
+    if (r.is_event()) out.diverged = r.action == "stop";
+    else if (r.validation()) {
+      if (r.valid_nll) out.valid_nll = r.valid_nll;
+    } else {
+      out.train_bits.push_back(metrics::to_bits(r.loss));
+      out.line = std::move(r);
     }
   }
   return out;
-}
-
-std::optional<double> max_under(const nlohmann::json& j) {
-  if (j.is_number()) return j.get<double>();
-  std::optional<double> m;
-  if (j.is_object() || j.is_array())
-    for (auto& v : j)
-      if (auto x = max_under(v)) m = m ? std::max(*m, *x) : *x;
-  return m;
 }
 
 std::string opt(const std::optional<double>& v, const char* f) {
@@ -86,7 +81,6 @@ double LiveTable::unigram_of(const std::string& dir) const {
 }
 
 std::string LiveTable::render() const {
-  const double to_bits = bits_ ? 1.0 / std::log(2.0) : 1.0;
   std::ostringstream s;
   s << fmt::format("{:<22} {:>6} {:>9} {:>10} {:>9} {:>9} {:>8}  {}\n", "scheme", "step", bits_ ? "bits/byte" : "loss",
                    "grad reach", "max logit", "‖ΔF‖", "valid", "state");
@@ -96,26 +90,23 @@ std::string LiveTable::render() const {
     int64_t step = 0;
     if (last.line) {
       const auto& j = *last.line;
-      step = j.value("step", int64_t{0});
-      if (j["loss"].is_number()) loss = j["loss"].get<double>() * to_bits;
-      if (j.contains("grad_norm_layer") && j["grad_norm_layer"].contains("decoder")) {
-        const auto& g = j["grad_norm_layer"]["decoder"];
-        if (g.is_array() && !g.empty() && g.back().is_number() && g.back().get<double>() > 0)
-          reach = g.front().get<double>() / g.back().get<double>();
-      }
-      if (j.contains("attn_max_logit")) logit = max_under(j["attn_max_logit"]);
-      if (j.contains("delta_f") && j["delta_f"].is_number()) df = j["delta_f"].get<double>();
+      step = j.step;
+      if (std::isfinite(j.loss)) loss = bits_ ? metrics::to_bits(j.loss) : j.loss;
+      if (auto g = metrics::grad_reach(j)) reach = g->ratio();
+      logit = metrics::max_attn_logit(j);
+      df = j.delta_f;
     }
     std::string state = last.line ? "training" : "starting";
+    if (!last.error.empty()) state = "unreadable metrics.jsonl";
     if (last.diverged || step >= steps_) {  // ended: its label (grid/outcome.h)
       OutcomeEvidence e;
       e.guard_stop = last.diverged, e.train_bits = last.train_bits;
-      if (last.valid_nll) e.valid_bits = *last.valid_nll / std::log(2.0);
+      if (last.valid_nll) e.valid_bits = metrics::to_bits(*last.valid_nll);
       e.unigram_bits = unigram_of(r.dir);
       state = to_string(classify_outcome(e));
     }
     std::optional<double> valid;
-    if (last.valid_nll) valid = *last.valid_nll * to_bits;
+    if (last.valid_nll) valid = bits_ ? metrics::to_bits(*last.valid_nll) : *last.valid_nll;
     s << fmt::format("{:<22} {:>6} {:>9} {:>10} {:>9} {:>9} {:>8}  {}\n", r.title, step, opt(loss, "{:.3f}"),
                      opt(reach, "{:.2e}"), opt(logit, "{:.1f}"), opt(df, "{:.3f}"), opt(valid, "{:.3f}"), state);
   }

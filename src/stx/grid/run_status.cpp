@@ -14,7 +14,7 @@
 #include "stx/core/atomic_file.h"
 #include "stx/core/run_dir.h"
 #include "stx/data/unigram.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_signals.h"
 
 namespace stx::grid {
 
@@ -46,36 +46,28 @@ std::string result_line(const RunResult& r, const std::string& loss, const std::
   return s + extra + (r.seconds > 0 ? "  " + duration_text(r.seconds) : "");
 }
 
-bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t steps) {
+bool classify(RunResult& r, const std::vector<metrics::Record>& records, int64_t steps) {
   std::vector<double> losses, bits;  // the finite train losses (nats); every one in bits (NaN: non-finite)
   std::vector<int64_t> loss_steps;
   bool finished = false;
   r.divergence_events = 0;
   for (const auto& j : records) {
-    if (!j.contains("step") || !j["step"].is_number_integer()) continue;
-    const int64_t step = j["step"].get<int64_t>();
-    if (j.value("event", "") == "divergence") {
+    const int64_t step = j.step;
+    if (j.is_event()) {  // the one event: a divergence
       ++r.divergence_events;
-      r.cause = j.value("cause", "");
+      r.cause = j.cause;
       r.step = std::max(r.step, step);
       r.last_event_step = step;
       continue;
     }
     r.step = std::max(r.step, step);
     finished |= step >= steps;
-    if (j.contains("loss") && !j.contains("event")) {  // a training line; a non-finite loss is logged as null
-      const double loss = j["loss"].is_number() ? j["loss"].get<double>() : NAN;
-      if (std::isfinite(loss)) losses.push_back(loss);
-      bits.push_back(loss / std::log(2.0)), loss_steps.push_back(step);
+    if (j.training()) {  // a non-finite loss is logged as null: NaN
+      if (std::isfinite(j.loss)) losses.push_back(j.loss);
+      bits.push_back(metrics::to_bits(j.loss)), loss_steps.push_back(step);
     }
-    if (j.contains("valid_loss") && j["valid_loss"].is_number()) {
-      r.valid_loss = j["valid_loss"].get<double>();
-      r.valid_nll = j.contains("valid_nll") && j["valid_nll"].is_number()
-                        ? std::optional<double>(j["valid_nll"].get<double>())
-                        : std::nullopt;
-      r.valid_bleu = j.contains("valid_bleu") && j["valid_bleu"].is_number()
-                         ? std::optional<double>(j["valid_bleu"].get<double>())
-                         : std::nullopt;
+    if (j.validation() && j.valid_loss) {
+      r.valid_loss = j.valid_loss, r.valid_nll = j.valid_nll, r.valid_bleu = j.valid_bleu;
       r.valid_step = step;
     }
   }
@@ -90,7 +82,7 @@ bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t 
   OutcomeEvidence e;
   e.guard_stop = r.guard_stop;
   e.train_bits = bits;
-  if (valid) e.valid_bits = *valid / std::log(2.0);
+  if (valid) e.valid_bits = metrics::to_bits(*valid);
   r.final_bits = final_bits(e.valid_bits, bits);
   if (auto i = first_spike(bits)) r.spike_step = loss_steps[*i];
   if (finished || r.guard_stop) {
@@ -140,13 +132,11 @@ RunResult read_run(const std::string& dir, const std::string& scheme, int64_t de
     if (y["data"] && y["data"]["tokenizer"]) r.bytes = y["data"]["tokenizer"].as<std::string>() == "bytes";
   } catch (const std::exception&) {
   }
-  std::vector<nlohmann::json> records;
-  if (fs::exists(at("metrics.jsonl"))) {
-    try {
-      records = MetricsLog::read(at("metrics.jsonl"));
-    } catch (const std::exception&) {
-      records.clear();
-    }
+  std::vector<metrics::Record> records;
+  try {
+    records = metrics::run_records(dir);
+  } catch (const std::exception&) {
+    records.clear();  // unreadable: judged as a run without a log
   }
   // The guard stopped it: "guard_stop" (this version), or "diverged" (before the labels: only a guard stop).
   const bool diverged =
@@ -154,9 +144,8 @@ RunResult read_run(const std::string& dir, const std::string& scheme, int64_t de
       ((status.contains("guard_stop") && status["guard_stop"].is_boolean() && status["guard_stop"].get<bool>()) ||
        status.value("outcome", "") == "diverged");
   r.guard_stop = diverged;
-  if (!diverged && std::any_of(records.begin(), records.end(), [&](const nlohmann::json& j) {
-        return j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() >= steps;
-      }))
+  if (!diverged &&
+      std::any_of(records.begin(), records.end(), [&](const metrics::Record& j) { return j.step >= steps; }))
     r.unigram_bits = run_unigram_bits(dir, &r.unigram_is_log2v);  // only a finished run's label needs H
   const bool finished = classify(r, records, steps);
   if (diverged) {  // the status holds the child's own account

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "stx/grid/outcome.h"
+#include "stx/report/metrics_schema.h"
 
 namespace stx::grid {
 
@@ -53,7 +54,7 @@ RunResult read_run(const std::string& dir, const std::string& scheme, int64_t de
 // Fills the loss numbers of `r` from metrics records and, if it finished or the guard stopped it
 // (r.guard_stop), sets its label with H = r.unigram_bits.
 // Returns whether the records show all `steps` steps done.
-bool classify(RunResult& r, const std::vector<nlohmann::json>& records, int64_t steps);
+bool classify(RunResult& r, const std::vector<metrics::Record>& records, int64_t steps);
 
 // H of the run in `dir` (data/unigram.h, from its config.yaml and spm.tgt.model), or log₂ V of
 // its config.yaml where the entropy cannot be computed (then *is_log2v is set; NaN without a

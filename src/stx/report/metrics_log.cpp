@@ -11,6 +11,7 @@
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
+#include "stx/report/metrics_schema.h"
 
 namespace stx {
 
@@ -79,7 +80,15 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::write(const nlohmann::json& record) {
-  const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  auto dump = [](const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+  std::string line;
+  if (size_ == 0) {  // the file's first line states the schema version
+    auto first = record;
+    first[metrics::key::schema] = metrics::kSchemaVersion;
+    line = dump(first) + "\n";
+  } else {
+    line = dump(record) + "\n";
+  }
   try {
     write_all(fd_, line.data(), line.size(), path_);
   } catch (...) {
@@ -87,20 +96,6 @@ void MetricsLog::write(const nlohmann::json& record) {
     throw;
   }
   size_ += static_cast<int64_t>(line.size());
-}
-
-std::vector<nlohmann::json> MetricsLog::read(const std::string& path) {
-  std::ifstream probe(path);
-  if (!probe) throw InputError("cannot read " + path);
-  std::vector<nlohmann::json> out;
-  for (auto& line : lines_of(path)) {
-    if (!line.complete) break;  // a torn last line
-    auto j = nlohmann::json::parse(line.text, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      throw InputError(path + ":" + std::to_string(line.number) + ": not a JSON object");
-    out.push_back(std::move(j));
-  }
-  return out;
 }
 
 }  // namespace stx

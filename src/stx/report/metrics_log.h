@@ -1,6 +1,7 @@
 // stx/report/metrics_log.h — RUN/metrics.jsonl: one JSON object per line, appended as training
-// goes (docs/metrics.md). On resume the lines after the checkpoint's step are dropped first, so
-// a resumed run's log equals an uninterrupted run's; torn lines (a write cut by a crash or a
+// goes (docs/metrics.md); the first line of a file states its schema version ("schema";
+// metrics_schema.h reads the file). On resume the lines after the checkpoint's step are dropped
+// first, so a resumed run's log equals an uninterrupted run's; torn lines (a write cut by a crash or a
 // full disk) are dropped too and counted. Every write is checked: one the disk does not take is
 // cut back off the file and stops the run (EnvError, exit 5) before the next checkpoint.
 #pragma once
@@ -31,9 +32,6 @@ class MetricsLog {
 
   void write(const nlohmann::json& record);  // one line, or EnvError/InputError and no line at all
   const Repair& repair() const { return repair_; }
-
-  // Every complete line of a metrics file (InputError naming the file and line if one is not JSON).
-  static std::vector<nlohmann::json> read(const std::string& path);
 
  private:
   std::string path_;

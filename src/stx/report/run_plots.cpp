@@ -9,7 +9,8 @@
 #include <sstream>
 
 #include "stx/core/error.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
+#include "stx/report/metrics_signals.h"
 #include "stx/report/plot.h"
 
 namespace stx {
@@ -17,6 +18,8 @@ namespace stx {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr const char* kLowestHead = " lowest head entropy";  // a name no metrics key has
 
 struct Run {
   std::string name;
@@ -132,9 +135,13 @@ void last_profile(const std::vector<Run>& runs, const nlohmann::json::json_point
 std::vector<std::string> plot_runs(const std::vector<std::string>& run_dirs, const std::string& out_dir) {
   std::vector<Run> runs;
   for (auto& d : run_dirs) {
-    const auto m = (fs::path(d) / "metrics.jsonl").string();
+    const auto m = metrics::path_in(d);
     if (!fs::exists(m)) throw InputError(d + " has no metrics.jsonl; is it a run directory of `stx train`?");
-    runs.push_back({fs::path(d).lexically_normal().filename().string(), MetricsLog::read(m)});
+    runs.push_back({fs::path(d).lexically_normal().filename().string(), {}});
+    for (auto& r : metrics::read_metrics(m).records) {
+      if (auto h = metrics::lowest_head_entropy(r)) r.json[kLowestHead] = *h;  // drawn below, not a logged key
+      runs.back().records.push_back(std::move(r.json));
+    }
     if (runs.back().name.empty()) runs.back().name = d;
   }
   std::error_code ec;
@@ -142,40 +149,35 @@ std::vector<std::string> plot_runs(const std::vector<std::string>& run_dirs, con
   if (ec) throw InputError("cannot create " + out_dir + ": " + ec.message());
   const auto out = [&](const std::string& f) { return (fs::path(out_dir) / f).string(); };
   using P = nlohmann::json::json_pointer;
-  overlay(runs, {{"/loss", "train loss"}, {"/valid_loss", "valid loss"}}, "loss (label-smoothed, per token)", "loss",
-          false, out("loss.png"));
-  overlay(runs, {{"/valid_bleu", "valid BLEU"}}, "validation BLEU (greedy)", "BLEU", false, out("bleu.png"));
-  overlay(runs, {{"/grad_norm", "‖g‖"}}, "global gradient norm (before clipping)", "‖g‖₂", true, out("grad_norm.png"));
-  overlay(runs, {{"/delta_f", "‖ΔF‖ from θ₀"}, {"/delta_f_step", "‖ΔF‖ per log interval"}},
+  namespace key = metrics::key;
+  const auto at = [](std::initializer_list<const char*> path) {
+    std::string s;
+    for (const char* k : path) s += '/', s += k;
+    return s;
+  };
+  overlay(runs, {{at({key::loss}), "train loss"}, {at({key::valid_loss}), "valid loss"}},
+          "loss (label-smoothed, per token)", "loss", false, out("loss.png"));
+  overlay(runs, {{at({key::valid_bleu}), "valid BLEU"}}, "validation BLEU (greedy)", "BLEU", false, out("bleu.png"));
+  overlay(runs, {{at({key::grad_norm}), "‖g‖"}}, "global gradient norm (before clipping)", "‖g‖₂", true,
+          out("grad_norm.png"));
+  overlay(runs, {{at({key::delta_f}), "‖ΔF‖ from θ₀"}, {at({key::delta_f_step}), "‖ΔF‖ per log interval"}},
           "model update ‖F(x,θ_t) − F(x,θ₀)‖ on the probe batch (DeepNet Fig. 4)", "mean token ‖ΔF‖₂", true,
           out("delta_f.png"));
-  overlay(runs, {{"/lr", "lr"}}, "learning rate", "lr", false, out("lr.png"));
+  overlay(runs, {{at({key::lr}), "lr"}}, "learning rate", "lr", false, out("lr.png"));
   // Lowest attention entropy over all layers and heads, over time (entropy collapse).
-  std::vector<Run> lowest = runs;
-  for (auto& r : lowest)
-    for (auto& j : r.records) {
-      if (!j.contains("attn_entropy")) continue;
-      double m = INFINITY;
-      for (auto& [stack, mods] : j["attn_entropy"].items())
-        for (auto& [mod, e] : mods.items())
-          for (auto& v : e["min_head"])
-            if (v.is_number()) m = std::min(m, v.get<double>());
-      if (std::isfinite(m)) j["attn_entropy_lowest"] = m;
-    }
-  overlay(lowest, {{"/attn_entropy_lowest", "lowest head entropy"}},
+  overlay(runs, {{at({kLowestHead}), "lowest head entropy"}},
           "attention entropy of the lowest layer and head (Zhai et al.)", "entropy (nats)", false,
           out("entropy_lowest.png"));
   for (auto& r : runs)
-    for (const char* stack : {"encoder", "decoder"}) {
-      heatmap(r, P(std::string("/grad_norm_layer/") + stack),
-              fmt::format("{}: {} gradient norm per layer", r.name, stack),
+    for (const char* stack : {metrics::kEncoder, metrics::kDecoder}) {
+      heatmap(r, P(at({key::grad_norm_layer, stack})), fmt::format("{}: {} gradient norm per layer", r.name, stack),
               out(fmt::format("grad_heatmap_{}_{}.png", r.name, stack)));
     }
-  for (const char* stack : {"encoder", "decoder"}) {
-    last_profile(runs, P(std::string("/ln_input_norm/") + stack + "/final_layer_norm"),
+  for (const char* stack : {metrics::kEncoder, metrics::kDecoder}) {
+    last_profile(runs, P(at({key::ln_input_norm, stack, "final_layer_norm"})),
                  fmt::format("{}: ‖input of the FFN norm‖/√d per layer", stack), "‖z‖/√d",
                  out(fmt::format("ln_input_{}.png", stack)));
-    last_profile(runs, P(std::string("/attn_entropy/") + stack + "/self_attn/min_head"),
+    last_profile(runs, P(at({key::attn_entropy, stack, "self_attn", metrics::kMinHead})),
                  fmt::format("{}: self-attention entropy per layer (lowest head)", stack), "entropy (nats)",
                  out(fmt::format("entropy_{}.png", stack)));
   }

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "stx/core/error.h"
-#include "stx/report/metrics_log.h"
+#include "stx/report/metrics_schema.h"
 #include "stx/report/panels.h"
 
 namespace stx::sweep {
@@ -19,17 +19,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Records = std::vector<nlohmann::json>;
+using Records = std::vector<metrics::Record>;
+namespace key = metrics::key;
 
 // "step value" rows of the records holding a finite `key` (positive if log), step ≤ max_step, the
 // value times `scale`.
 std::string series(const Records& rs, const char* key, bool log, int64_t max_step, double scale = 1.0) {
   std::ostringstream s;
   s.precision(10);
-  for (auto& j : rs) {
-    if (!j.contains(key) || !j[key].is_number() || j.contains("event")) continue;
+  for (auto& r : rs) {
+    const auto& j = r.json;
+    if (!j.contains(key) || !j[key].is_number() || r.is_event()) continue;
     const double v = j[key].get<double>() * scale;
-    const int64_t step = j.value("step", int64_t{0});
+    const int64_t step = r.step;
     if (!std::isfinite(v) || (log && v <= 0) || step > max_step) continue;
     s << step << " " << v << "\n";
   }
@@ -67,12 +69,12 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
   std::error_code ec;
   fs::create_directories(fig_dir, ec);
   if (ec) throw InputError("cannot create " + fig_dir.string() + ": " + ec.message());
-  std::map<std::string, Records> metrics;
+  std::map<std::string, Records> logs;
   for (auto& r : runs) {
-    const auto m = fs::path(dir) / r.name / "metrics.jsonl";
+    const auto m = metrics::path_in((fs::path(dir) / r.name).string());
     if (!fs::exists(m)) continue;
     try {
-      metrics[r.name] = MetricsLog::read(m.string());
+      logs[r.name] = metrics::read_metrics(m).records;
     } catch (const InputError&) {
       // a torn log: the run's row in the table says what happened; no curve here
     }
@@ -112,15 +114,16 @@ std::vector<std::string> draw_figures(const std::string& dir, const Plan& p, con
              {}};
     double ln_v = 0;
     for (auto& r : runs) {
-      if (r.depth != d || !metrics.count(r.name)) continue;
+      if (r.depth != d || !logs.count(r.name)) continue;
       if (r.vocab_size > 1) ln_v = std::log(static_cast<double>(r.vocab_size));
-      const auto& rs = metrics[r.name];
+      const auto& rs = logs[r.name];
       const auto c = scheme_row(r.scheme).color;
-      loss.curves.push_back({series(rs, "loss", true, all, scale), "lines lw 2", c, legend(r)});
+      loss.curves.push_back({series(rs, key::loss, true, all, scale), "lines lw 2", c, legend(r)});
       loss.curves.push_back(
-          {series(rs, bits ? "valid_nll" : "valid_loss", true, all, scale), "points pt 7 ps 1.2", c, ""});
-      df.curves.push_back({series(rs, "delta_f", true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
-      gn.curves.push_back({series(rs, "grad_norm", true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
+          {series(rs, bits ? key::valid_nll : key::valid_loss, true, all, scale), "points pt 7 ps 1.2", c, ""});
+      df.curves.push_back({series(rs, key::delta_f, true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
+      gn.curves.push_back(
+          {series(rs, key::grad_norm, true, early_steps), "linespoints lw 2 pt 7 ps 0.6", c, legend(r)});
     }
     if (std::any_of(loss.curves.begin(), loss.curves.end(), [](auto& c) { return !c.data.empty(); })) {
       if (ln_v > 0)
