@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <optional>
 
 #include "stx/core/atomic_file.h"
 #include "stx/core/error.h"
@@ -56,16 +57,23 @@ std::string MetricsLog::Repair::describe(const std::string& path, int64_t step) 
 
 MetricsLog::MetricsLog(const std::string& path, int64_t keep_until_step) : path_(path) {
   if (keep_until_step >= 0) {
-    std::string kept;
-    for (auto& line : lines_of(path)) {
+    // The log as it stood when the checkpoint was written: every line up to the last one at or
+    // before its step. Lines before that one with a higher step (logged before a rollback to an
+    // earlier checkpoint) stay, with the rollback's event, as in an uninterrupted run's log.
+    const auto lines = lines_of(path);
+    std::vector<std::optional<int64_t>> steps;
+    size_t cut = 0;
+    for (auto& line : lines) {
       auto j = nlohmann::json::parse(line.text, nullptr, /*allow_exceptions=*/false);
-      if (!line.complete || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
-        repair_.torn.push_back(line.number);
-      } else if (j["step"].get<int64_t>() <= keep_until_step) {
-        kept += line.text + "\n", ++repair_.kept;
-      } else {
-        ++repair_.after;
-      }
+      const bool whole = line.complete && j.is_object() && j.contains("step") && j["step"].is_number_integer();
+      steps.push_back(whole ? std::optional<int64_t>(j["step"].get<int64_t>()) : std::nullopt);
+      if (whole && *steps.back() <= keep_until_step) cut = steps.size();
+    }
+    std::string kept;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (!steps[i]) repair_.torn.push_back(lines[i].number);
+      else if (i < cut) kept += lines[i].text + "\n", ++repair_.kept;
+      else ++repair_.after;
     }
     write_text_atomically(path, kept);
   }

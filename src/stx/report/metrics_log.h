@@ -1,6 +1,6 @@
 // stx/report/metrics_log.h — RUN/metrics.jsonl: one JSON object per line, appended as training
 // goes (docs/metrics.md); the first line of a file states its schema version ("schema";
-// metrics_schema.h reads the file). On resume the lines after the checkpoint's step are dropped
+// metrics_schema.h reads the file). On resume the lines logged after the checkpoint are dropped
 // first, so a resumed run's log equals an uninterrupted run's; torn lines (a write cut by a crash or a
 // full disk) are dropped too and counted. Every write is checked: one the disk does not take is
 // cut back off the file and stops the run (EnvError, exit 5) before the next checkpoint.
@@ -15,7 +15,7 @@ namespace stx {
 
 class MetricsLog {
  public:
-  // What a resume's rewrite dropped: lines after the kept step, and torn lines (not a JSON
+  // What a resume's rewrite dropped: lines logged after the checkpoint, and torn lines (not a JSON
   // object with a "step", or a last line without its newline), by line number (1-based).
   struct Repair {
     int64_t kept = 0, after = 0;
@@ -24,7 +24,8 @@ class MetricsLog {
   };
 
   // Opens `path` for appending; with keep_until_step ≥ 0 first rewrites it (atomically) keeping
-  // only lines whose "step" ≤ keep_until_step.
+  // the lines up to the last one whose "step" ≤ keep_until_step (those logged before the
+  // checkpoint was written), torn lines left out.
   MetricsLog(const std::string& path, int64_t keep_until_step = -1);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
