@@ -100,6 +100,16 @@ with tempfile.TemporaryDirectory() as d:
     check("--run: a verdict and the watch since the horizon", r.returncode == 0 and "since" in v and
           v["since"].get("last_step") == 24 and v.get("horizon") == 2, r.stdout[-600:] + r.stderr[-600:])
 
+    # A run written by another program must follow docs/metrics.md: a key of the wrong type is
+    # bad input naming the file, line and key.
+    with open(os.path.join(run, "metrics.jsonl"), "a") as f:
+        f.write('{"step": 26, "loss": "high"}\n')
+    n = len(lines) + 1
+    r = run_stx(STX, ["doctor", "--run", run, "--model", MODEL])
+    check("--run: a line that breaks the schema exits 2 with file:line and the key",
+          not bad_input_problems(r, [f"metrics.jsonl:{n}: key 'loss' is a string"]),
+          bad_input_problems(r, [f"metrics.jsonl:{n}: key 'loss' is a string"]))
+
     # Bad input: exit 2, one line.
     for args, mention in [
         (["doctor", "--config", ATLAS, "--steps", "1"], "--steps 1"),
