@@ -114,7 +114,7 @@ TEST(Doctor, SignalsAtTheHorizon) {
   EXPECT_NEAR(*z->grad_reach, std::log10(std::numeric_limits<float>::min() / 2.0), 1e-9);
   // A divergence event up to the horizon is recorded; one after it is not.
   rec.insert(rec.begin() + 1,
-             {{"step", 15}, {"event", "divergence"}, {"cause", "non-finite loss"}, {"action", "skip"}});
+             nlohmann::json{{"step", 15}, {"event", "divergence"}, {"cause", "non-finite loss"}, {"action", "skip"}});
   EXPECT_EQ(early_of(metrics::records_of(rec), 20).diverged_step.value_or(-1), 15);
   EXPECT_FALSE(early_of(metrics::records_of(rec), 12).diverged_step);
 }
@@ -177,7 +177,7 @@ TEST(Doctor, VerdictRefusesOutsideTheFittedRangesAndRegime) {
   // A divergence seen in the probe is the verdict, whatever the ranges.
   auto div = rec;
   div.insert(div.begin() + 1,
-             {{"step", 18}, {"event", "divergence"}, {"cause", "non-finite loss"}, {"action", "skip"}});
+             nlohmann::json{{"step", 18}, {"event", "divergence"}, {"cause", "non-finite loss"}, {"action", "skip"}});
   v = judge(mm, wide, early_of(metrics::records_of(div), 20), 20);
   EXPECT_TRUE(v.judged && v.observed);
   EXPECT_EQ(v.outcome, "diverges");

@@ -205,9 +205,11 @@ TEST(MetricsSignals, DerivedSignalsEqualHandComputedValues) {
   ASSERT_TRUE(z);
   EXPECT_EQ(z->ratio(), 0.0);
   EXPECT_DOUBLE_EQ(z->log10_floored(), std::log10(std::numeric_limits<float>::min() / 2.0));
-  // One decoder layer: the encoder's reach; no stack of two layers, or a top norm of 0: none.
+  // One decoder layer: its reach is 1; no decoder: the encoder's; no stack, or a top norm of 0: none.
   auto one = line;
   one["grad_norm_layer"]["decoder"] = {0.3};
+  EXPECT_DOUBLE_EQ(metrics::grad_reach(metrics::record_of(one, "one"))->ratio(), 1.0);
+  one["grad_norm_layer"].erase("decoder");
   EXPECT_DOUBLE_EQ(metrics::grad_reach(metrics::record_of(one, "one"))->ratio(), 4.0);
   one["grad_norm_layer"].erase("encoder");
   EXPECT_FALSE(metrics::grad_reach(metrics::record_of(one, "one")));

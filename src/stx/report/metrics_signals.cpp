@@ -39,7 +39,7 @@ std::optional<GradReach> grad_reach(const Record& r) {
   if (it == r.json.end()) return std::nullopt;
   for (const char* stack : {kDecoder, kEncoder}) {
     auto s = it->find(stack);
-    if (s == it->end() || s->size() < 2) continue;
+    if (s == it->end() || s->empty()) continue;
     if (!s->front().is_number() || !s->back().is_number()) return std::nullopt;
     GradReach g{s->front().get<double>(), s->back().get<double>()};
     if (g.top > 0 && g.bottom >= 0) return g;

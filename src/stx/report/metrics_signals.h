@@ -13,8 +13,8 @@ double to_bits(double nats);
 
 // Gradient reach (Xiong et al. 2020, Fig. 3): ‖g‖ of the bottom layer ÷ ‖g‖ of the top layer, from
 // grad_norm_layer of the decoder (a decoder-only model; the target side of an encoder-decoder),
-// or the encoder's where there is no decoder with two layers. nullopt without a stack of at least
-// two layers whose bottom and top norms are logged, or with a top norm of 0.
+// or the encoder's where no decoder layer is logged (1 for a one-layer stack). nullopt when
+// neither stack is logged, when the bottom or top norm is null, or with a top norm of 0.
 struct GradReach {
   double bottom = 0, top = 0;
   double ratio() const { return bottom / top; }
