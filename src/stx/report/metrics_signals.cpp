@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace stx::metrics {
 
@@ -48,26 +49,26 @@ std::optional<GradReach> grad_reach(const Record& r) {
   return std::nullopt;
 }
 
-std::optional<Range> layer_entropy_range(const Record& r) {
-  auto it = r.json.find(key::attn_entropy);
-  if (it == r.json.end()) return std::nullopt;
+namespace {
+// The lowest and highest value of `field` over every layer of attn_entropy's stacks and kinds.
+std::pair<std::optional<double>, std::optional<double>> entropy_extremes(const Record& r, const char* field) {
   std::optional<double> lo, hi;
+  auto it = r.json.find(key::attn_entropy);
+  if (it == r.json.end()) return {lo, hi};
   for (auto& kinds : *it)
     for (auto& fields : kinds)
-      if (auto m = fields.find(kMean); m != fields.end()) extremes(*m, lo, hi);
+      if (auto m = fields.find(field); m != fields.end()) extremes(*m, lo, hi);
+  return {lo, hi};
+}
+}  // namespace
+
+std::optional<Range> layer_entropy_range(const Record& r) {
+  const auto [lo, hi] = entropy_extremes(r, kMean);
   if (!lo) return std::nullopt;
   return Range{*lo, *hi};
 }
 
-std::optional<double> lowest_head_entropy(const Record& r) {
-  auto it = r.json.find(key::attn_entropy);
-  if (it == r.json.end()) return std::nullopt;
-  std::optional<double> lo, hi;
-  for (auto& kinds : *it)
-    for (auto& fields : kinds)
-      if (auto m = fields.find(kMinHead); m != fields.end()) extremes(*m, lo, hi);
-  return lo;
-}
+std::optional<double> lowest_head_entropy(const Record& r) { return entropy_extremes(r, kMinHead).first; }
 
 std::optional<double> max_attn_logit(const Record& r) { return max_under(r, key::attn_max_logit); }
 
